@@ -1,0 +1,3 @@
+from denpex.cli.main import main
+
+raise SystemExit(main())

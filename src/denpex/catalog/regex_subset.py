@@ -1,0 +1,104 @@
+"""The regex subset every catalog pattern must stay within, and its required literals.
+
+Patterns must compile both in Python ``re`` and in Hyperscan, so that the optional fast
+engine gives the same findings as the stdlib one: no look-arounds, back-references,
+named or conditional groups. Fields are pulled out afterwards by the ``extract`` regexes,
+which run in ``re`` on the few lines that matched.
+
+The required literals feed the stdlib engine's prefilter: a line that contains none of a
+pattern's literals cannot match it, so the engine never runs that pattern on it.
+"""
+
+from __future__ import annotations
+
+import re
+from re import _constants as sre_c  # type: ignore[attr-defined]
+from re import _parser as sre_parse  # type: ignore[attr-defined]
+from typing import Any
+
+MIN_LITERAL = 3
+
+_FORBIDDEN = {
+    sre_c.ASSERT: "look-ahead/look-behind",
+    sre_c.ASSERT_NOT: "negative look-around",
+    sre_c.GROUPREF: "back-reference",
+    sre_c.GROUPREF_EXISTS: "conditional group",
+}
+
+
+def subset_violations(pattern: str) -> list[str]:
+    """Reasons why ``pattern`` falls outside the shared re/Hyperscan subset (empty: fine)."""
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error as exc:
+        return [f"does not compile: {exc}"]
+    problems: list[str] = []
+    if parsed.state.groupdict:
+        problems.append("named group (put field captures in 'extract')")
+    _walk_forbidden(parsed, problems)
+    if "\n" in pattern or "\\n" in pattern:
+        problems.append("matches across lines")
+    return problems
+
+
+def _walk_forbidden(seq: Any, problems: list[str]) -> None:
+    for op, av in seq:
+        if op in _FORBIDDEN:
+            problems.append(_FORBIDDEN[op])
+        if op is sre_c.SUBPATTERN:
+            _walk_forbidden(av[3], problems)
+        elif op is sre_c.BRANCH:
+            for branch in av[1]:
+                _walk_forbidden(branch, problems)
+        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT):
+            _walk_forbidden(av[2], problems)
+        elif op is sre_c.ATOMIC_GROUP:
+            _walk_forbidden(av, problems)
+
+
+def required_literals(pattern: str) -> frozenset[str] | None:
+    """A set of lower-case strings at least one of which occurs in every match.
+
+    None when the pattern has no literal of at least ``MIN_LITERAL`` characters that every
+    match must contain; such a pattern would have to run on every line.
+    """
+    parsed = sre_parse.parse(pattern)
+    best = _required(list(parsed))
+    if best is None:
+        return None
+    return frozenset(s.lower() for s in best)
+
+
+def _score(cands: frozenset[str]) -> tuple[int, int]:
+    return (min(len(c) for c in cands), -len(cands))
+
+
+def _required(seq: list[tuple[Any, Any]]) -> frozenset[str] | None:
+    options: list[frozenset[str]] = []
+    run: list[str] = []
+
+    def flush() -> None:
+        if len(run) >= MIN_LITERAL:
+            options.append(frozenset(["".join(run)]))
+        run.clear()
+
+    for op, av in seq:
+        if op is sre_c.LITERAL:
+            run.append(chr(av))
+            continue
+        flush()
+        sub: frozenset[str] | None = None
+        if op is sre_c.SUBPATTERN:
+            sub = _required(list(av[3]))
+        elif op is sre_c.BRANCH:
+            alts = [_required(list(b)) for b in av[1]]
+            if alts and all(a is not None for a in alts):
+                sub = frozenset().union(*[a for a in alts if a is not None])
+        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT) and av[0] >= 1:
+            sub = _required(list(av[2]))
+        if sub:
+            options.append(sub)
+    flush()
+    if not options:
+        return None
+    return max(options, key=_score)

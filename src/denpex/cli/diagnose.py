@@ -1,0 +1,9 @@
+"""``denpex diagnose PATH...`` (filled in below)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def register(sub: Any) -> None:
+    pass

@@ -1,0 +1,1 @@
+"""Matching: find every catalog signature in every line, fast."""
