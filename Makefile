@@ -1,0 +1,43 @@
+# Two commands matter: `make demo` and `make test`. Everything else is a helper.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+
+.PHONY: demo test lint typecheck unit catalog-test eval docs clean venv
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/python -m pip install -q -e '.[fast,zstd,dev]'
+	touch $(STAMP)
+
+venv: $(STAMP)
+
+# Build the environment, then diagnose the bundled sample job (exit 1 = failure found, as expected).
+demo: venv
+	@echo "== denpex diagnose examples/demo-job (4 ranks, 1 node's kernel log)"
+	@$(BIN)/denpex diagnose examples/demo-job --format text; rc=$$?; [ $$rc -le 1 ]
+	@echo "== the same incident as JSON: .venv/bin/denpex diagnose examples/demo-job --format json"
+
+test: venv lint typecheck catalog-test unit
+
+lint:
+	$(BIN)/ruff check src tests tools
+
+typecheck:
+	$(BIN)/mypy
+
+catalog-test:
+	$(BIN)/denpex signatures test
+
+unit:
+	$(BIN)/pytest -q
+
+eval: venv
+	$(BIN)/python tools/eval_corpus.py tests/corpus
+
+docs: venv
+	$(BIN)/python tools/gen_signature_docs.py
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

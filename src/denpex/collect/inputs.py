@@ -1,0 +1,310 @@
+"""Open whatever the user points at and stream it as text chunks of whole lines.
+
+Inputs are recognised by content (gzip and zstd magic, binary junk), never trusted by name.
+Nothing is ever read whole: files stream in blocks, an over-long line is cut for matching,
+and a decompression bomb stops at a size limit. Every problem becomes a one-line warning
+attached to its source; a bad file never stops the others from being read.
+"""
+
+from __future__ import annotations
+
+import gzip
+import io
+import os
+import re
+import sys
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+BLOCK = 4 * 1024 * 1024
+MAX_LINE = 1024 * 1024  # longer lines are cut to this many bytes for matching
+MAX_DECOMPRESSED = int(os.environ.get("DENPEX_MAX_DECOMPRESSED", str(8 * 1024**3)))
+SKIP_DIRS = {".git", "__pycache__", ".venv", "node_modules"}
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+class InputError(Exception):
+    """The input as a whole cannot be read (missing path, nothing to read)."""
+
+
+@dataclass
+class Source:
+    display: str
+    path: Path | None  # None: standard input
+    index: int = 0
+    warnings: list[str] = field(default_factory=list)
+    compression: str | None = None
+    bytes_read: int = 0
+
+
+@dataclass
+class Chunk:
+    text: str  # whole lines joined by "\n", no trailing newline
+    first_line_no: int
+    n_lines: int
+
+
+def expand_paths(args: list[str]) -> tuple[list[Source], list[str]]:
+    """Sources in a stable order, plus errors for arguments that could not be read at all."""
+    sources: list[Source] = []
+    errors: list[str] = []
+    for arg in args:
+        if arg == "-":
+            sources.append(Source(display="<stdin>", path=None))
+            continue
+        p = Path(arg)
+        if p.is_dir():
+            files = sorted(_walk(p))
+            if not files:
+                errors.append(f"{arg}: folder holds no files")
+            for f in files:
+                rel = f.relative_to(p).as_posix()
+                display = rel if len(args) == 1 else f"{arg.rstrip('/')}/{rel}"
+                sources.append(Source(display=display, path=f))
+        elif p.exists():
+            sources.append(Source(display=arg, path=p))
+        else:
+            errors.append(f"{arg}: no such file or folder")
+    for i, s in enumerate(sources):
+        s.index = i
+    return sources, errors
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        for name in filenames:
+            yield Path(dirpath) / name
+
+
+def _open_raw(src: Source) -> BinaryIO:
+    if src.path is None:
+        return sys.stdin.buffer
+    return src.path.open("rb")
+
+
+def _peek(fh: BinaryIO, n: int) -> tuple[bytes, BinaryIO]:
+    head = fh.read(n)
+    return head, _Prepend(head, fh)  # type: ignore[return-value]
+
+
+class _Prepend(io.RawIOBase):
+    """A stream that replays bytes already read, so non-seekable stdin can be sniffed."""
+
+    def __init__(self, head: bytes, rest: BinaryIO) -> None:
+        self._head = head
+        self._rest = rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, b: bytearray) -> int:  # type: ignore[override]
+        if self._head:
+            n = min(len(b), len(self._head))
+            b[:n] = self._head[:n]
+            self._head = self._head[n:]
+            return n
+        data = self._rest.read(len(b))
+        n = len(data)
+        b[:n] = data
+        return n
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            out = self._head + self._rest.read()
+            self._head = b""
+            return out
+        if self._head:
+            out = self._head[:size]
+            self._head = self._head[size:]
+            if len(out) < size:
+                out += self._rest.read(size - len(out))
+            return out
+        return self._rest.read(size)
+
+    def close(self) -> None:
+        try:
+            self._rest.close()
+        finally:
+            super().close()
+
+
+def _decompressor(src: Source, head: bytes, fh: BinaryIO) -> BinaryIO:
+    if head[:2] == b"\x1f\x8b":
+        src.compression = "gzip"
+        return gzip.GzipFile(fileobj=fh, mode="rb")  # type: ignore[return-value]
+    if head[:4] == b"\x28\xb5\x2f\xfd":
+        src.compression = "zstd"
+        try:
+            import zstandard  # type: ignore[import-not-found,unused-ignore]
+        except ImportError:
+            raise _SkipSource("zstd-compressed; install the 'zstd' extra (pip install 'denpex[zstd]') to read it") from None
+        return zstandard.ZstdDecompressor().stream_reader(fh)  # type: ignore[no-any-return]
+    return fh
+
+
+class _SkipSource(Exception):
+    pass
+
+
+def is_binary(sample: bytes) -> bool:
+    """Binary junk: NUL bytes or mostly non-text bytes in the first block."""
+    if not sample:
+        return False
+    if sample.count(b"\x00") > max(8, len(sample) // 100):
+        return True
+    text_bytes = sum(1 for b in sample if b >= 0x20 or b in (9, 10, 13, 12, 27))
+    if text_bytes / len(sample) < 0.85:
+        return True
+    try:
+        sample.decode("utf-8")
+        return False
+    except UnicodeDecodeError as exc:
+        if exc.start >= len(sample) - 4:
+            return False  # a multi-byte character cut by the sample's end
+        bad = sum(1 for b in sample if b >= 0x80)
+        decoded = sample.decode("utf-8", errors="replace")
+        return decoded.count("\ufffd") > max(64, bad // 2) and decoded.count("\ufffd") > len(sample) // 20
+
+
+def read_chunks(src: Source) -> Iterator[Chunk]:
+    """Stream a source as chunks of whole lines; problems go to ``src.warnings``."""
+    try:
+        raw = _open_raw(src)
+    except OSError as exc:
+        src.warnings.append(f"cannot read: {exc.strerror or exc}")
+        return
+    try:
+        head, raw = _peek(raw, 8)
+        try:
+            stream = _decompressor(src, head, raw)
+        except _SkipSource as exc:
+            src.warnings.append(str(exc))
+            return
+        yield from _chunks_from_stream(src, stream)
+    except OSError as exc:
+        src.warnings.append(f"read error: {exc.strerror or exc}")
+    finally:
+        try:
+            raw.close()
+        except OSError:
+            pass
+
+
+def _chunks_from_stream(src: Source, stream: BinaryIO) -> Iterator[Chunk]:
+    line_no = 1
+    pending = b""
+    first = True
+    cut_lines = 0
+    skipping_long = False
+    total = 0
+    broken: list[str] = []
+    while True:
+        block = b"" if broken else _read_block(stream, BLOCK, src, total, broken)
+        if first:
+            first = False
+            if is_binary(block[:8192]):
+                src.warnings.append("binary data, not a text log; skipped")
+                return
+        if not block:
+            break
+        total += len(block)
+        if src.compression and total > MAX_DECOMPRESSED:
+            src.warnings.append(f"decompressed size passed {MAX_DECOMPRESSED} bytes; stopped reading "
+                                "(set DENPEX_MAX_DECOMPRESSED to raise the limit)")
+            break
+        data = pending + block
+        cut = data.rfind(b"\n")
+        if cut < 0:
+            if skipping_long:
+                pending = b""
+                continue
+            if len(data) > MAX_LINE:
+                # An over-long line: keep its head for matching, drop the rest of it.
+                cut_lines += 1
+                text, n = _decode(data[:MAX_LINE])
+                yield Chunk(text, line_no, 1)
+                line_no += 1
+                skipping_long = True
+                pending = b""
+            else:
+                pending = data
+            continue
+        body, pending = data[:cut], data[cut + 1:]
+        if skipping_long:
+            nl = body.find(b"\n")
+            if nl < 0:
+                body = b""
+                skipping_long = False
+                continue
+            body = body[nl + 1:]
+            skipping_long = False
+            if not body:
+                continue
+        body, extra_cut = _cap_long_lines(body)
+        cut_lines += extra_cut
+        text, n = _decode(body)
+        yield Chunk(text, line_no, n)
+        line_no += n
+    if pending and not skipping_long:
+        text, n = _decode(pending[:MAX_LINE])
+        if len(pending) > MAX_LINE:
+            cut_lines += 1
+        yield Chunk(text, line_no, n)
+        line_no += n
+    src.bytes_read = total
+    if cut_lines:
+        src.warnings.append(f"{cut_lines} line(s) longer than {MAX_LINE} bytes were cut to that length for matching")
+
+
+def _read_block(stream: BinaryIO, size: int, src: Source, total: int, broken: list[str]) -> bytes:
+    """Up to ``size`` bytes; a corrupt or truncated stream ends the block early, keeping what came."""
+    parts: list[bytes] = []
+    have = 0
+    # Compressed streams are read in small steps (read1), so a truncated tail loses
+    # only the last step rather than the whole block.
+    reader = getattr(stream, "read1", None) if src.compression else None
+    while have < size:
+        try:
+            data = reader(min(65536, size - have)) if reader else stream.read(size - have)
+        except (EOFError, zlib.error, gzip.BadGzipFile, OSError, ValueError) as exc:
+            broken.append(exc.__class__.__name__)
+            src.warnings.append(f"truncated or corrupt {src.compression or 'stream'} after "
+                                f"{total + have} bytes ({exc.__class__.__name__}); diagnosed what was readable")
+            break
+        except Exception as exc:  # zstandard raises its own error type
+            broken.append(exc.__class__.__name__)
+            src.warnings.append(f"corrupt {src.compression or 'stream'} after {total + have} bytes ({exc}); "
+                                "diagnosed what was readable")
+            break
+        if not data:
+            break
+        parts.append(data)
+        have += len(data)
+    return b"".join(parts)
+
+
+def _cap_long_lines(body: bytes) -> tuple[bytes, int]:
+    if len(body) <= MAX_LINE:
+        return body, 0
+    parts = body.split(b"\n")
+    cut = 0
+    for i, p in enumerate(parts):
+        if len(p) > MAX_LINE:
+            parts[i] = p[:MAX_LINE]
+            cut += 1
+    return (b"\n".join(parts) if cut else body), cut
+
+
+def _decode(data: bytes) -> tuple[str, int]:
+    text = data.decode("utf-8", errors="replace")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", " ")
+    if "\x1b" in text:
+        text = _ANSI.sub("", text)
+    if "\x00" in text:
+        text = text.replace("\x00", "")
+    return text, text.count("\n") + 1

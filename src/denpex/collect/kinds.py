@@ -1,0 +1,50 @@
+"""What a source is, told from its content first and its name second.
+
+The kind decides nothing about matching (every line meets every signature); it tells the
+reader of an incident what evidence was present, and feeds ``coverage.missing`` (a verdict
+without any kernel log says so).
+"""
+
+from __future__ import annotations
+
+import re
+
+_NAME_RANK = re.compile(r"(?:^|[^a-z])(?:rank|worker|proc)[_-]?(\d{1,5})(?:\D|$)", re.IGNORECASE)
+
+KIND_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
+    # (kind, what lines of that kind contain, how many sample lines must show it)
+    ("nvidia_smi_q", re.compile(r"==+NVSMI LOG==+|^Attached GPUs\s+:", re.M), 1),
+    ("dcgm_diag", re.compile(r"Diagnostic\s+\|\s+Result|^\|\s*(?:Deployment|Hardware|Integration|Stress)\s+\|"
+                             r"|dcgmi (?:diag|health)|Health Monitor Report", re.M), 1),
+    ("slurm_out", re.compile(r"^(?:slurmstepd|srun|sbatch|salloc): ", re.M), 1),
+    ("kernel_log", re.compile(r"^(?:\[\s*\d+\.\d+\]|\[\w{3} \w{3} +\d+ [\d:]+ \d{4}\]|\w{3} +\d+ [\d:]+ \S+ kernel:"
+                              r"|\d{4}-\d\d-\d\dT\S+ \S+ kernel:)", re.M), 3),
+    ("nccl_debug", re.compile(r"^\S+:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN)", re.M), 5),
+)
+
+
+def detect_kind(name: str, sample: str) -> str:
+    for kind, rx, need in KIND_RULES:
+        if len(rx.findall(sample)) >= need:
+            if kind == "nccl_debug" and _mostly_training(sample):
+                return "training_log"
+            return kind
+    lowered = name.lower()
+    if re.search(r"slurm-\d+(?:_\d+)?\.(?:out|err)", lowered):
+        return "slurm_out"
+    if any(k in lowered for k in ("dmesg", "kern.log", "syslog", "journal")):
+        return "kernel_log"
+    return "training_log"
+
+
+def _mostly_training(sample: str) -> bool:
+    lines = [ln for ln in sample.splitlines() if ln.strip()]
+    nccl = sum(1 for ln in lines if " NCCL " in ln)
+    return nccl < len(lines) * 0.5
+
+
+def rank_from_name(name: str) -> int | None:
+    m = None
+    for m in _NAME_RANK.finditer(name.rsplit("/", 1)[-1]):
+        pass
+    return int(m.group(1)) if m else None

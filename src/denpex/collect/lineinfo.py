@@ -1,0 +1,114 @@
+"""Who and where a line speaks for: rank, host, process, GPU, read from its prefixes.
+
+Launchers and libraries prefix lines in a handful of ways; each regex below names the tool
+that writes it. Only the head of the line is examined for prefixes, so text quoted later in a
+message (a peer's rank, another host) is left to the signatures' own fields.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# torchrun --tee / PyTorch rank-prefixed logging: "[rank3]:..." or "[default3]:..."
+_TORCHRUN = re.compile(r"^\[(?:rank|default|worker|trainer)(\d+)\]:\s?")
+# mpirun --tag-output: "[1,3]<stdout>:..."
+_MPIRUN = re.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:\s?")
+# srun --label: "3: ..." (enabled per file, once most lines carry it)
+SRUN_LABEL = re.compile(r"^\s{0,4}(\d{1,5}): ")
+# DeepSpeed launcher: "node01: [rank3]: ..." or "node01: ..." (pdsh)
+_PDSH = re.compile(r"^([A-Za-z][\w.-]*): (?=\[|\S)")
+# NCCL_DEBUG: "node01:1234:5678 [3] NCCL INFO ..." (host:pid:tid [cudaDev])
+_NCCL = re.compile(r"(?:^|\s)([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d+)\] (?:[\w/.]+:\d+ )?(?:\(\w+\) )?NCCL ")
+# PyTorch c10d: "[Rank 3]" / "[PG 0 (default_pg) Rank 3]"
+_C10D_RANK = re.compile(r"\[(?:PG [^\]]*?)?Rank (\d+)\]")
+# kernel: "NVRM: Xid (PCI:0000:3b:00): 79" / nvidia-smi "00000000:3B:00.0" / NCCL "busId 3b000"
+_PCI_XID = re.compile(r"\(PCI:([0-9a-fA-F]{4}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2})(?:\.[0-7])?\)")
+_PCI_FULL = re.compile(r"(?<![\w:])([0-9a-fA-F]{4,8}):([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])\b")
+_GPU_UUID = re.compile(r"\b(GPU-[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12})\b")
+# journalctl -o short-iso: "2024-05-01T12:00:00+0000 host kernel: ..."
+_ISO_HOST = re.compile(r"^\d{4}-\d{2}-\d{2}T[\d:.,]+(?:Z|[+-]\d{2}:?\d{2})? (\S+) [\w./-]+(?:\[\d+\])?: ")
+_HEAD = 200
+
+
+@dataclass
+class LineInfo:
+    rank: int | None = None
+    host: str | None = None
+    pid: int | None = None
+    gpu_index: int | None = None
+    pci_bus_id: str | None = None
+    uuid: str | None = None
+
+
+def normalize_pci(raw: str) -> str:
+    """0000:3b:00 / 00000000:3B:00.0 / 3b000 (NCCL busId) -> 0000:3b:00.0."""
+    raw = raw.strip().lower()
+    if re.fullmatch(r"[0-9a-f]{1,6}", raw):  # NCCL busId: bus, device, function packed in hex
+        val = int(raw, 16)
+        bus, dev, fn = (val >> 12) & 0xFF, (val >> 4) & 0xFF, val & 0xF
+        return f"0000:{bus:02x}:{dev:02x}.{fn}"
+    parts = raw.split(":")
+    if len(parts) == 3:
+        dom, bus, devfn = parts
+        dom = dom[-4:].rjust(4, "0")
+        if "." not in devfn:
+            devfn += ".0"
+        return f"{dom}:{bus}:{devfn}"
+    return raw
+
+
+def strip_prefix_rank(line: str, srun_labels: bool) -> tuple[str, int | None]:
+    """Remove launcher prefixes; return the rest of the line and the rank they named."""
+    rank: int | None = None
+    for _ in range(3):
+        m = _TORCHRUN.match(line) or _MPIRUN.match(line)
+        if m:
+            rank = int(m.group(1)) if rank is None else rank
+            line = line[m.end():]
+            continue
+        if srun_labels:
+            m = SRUN_LABEL.match(line)
+            if m:
+                rank = int(m.group(1)) if rank is None else rank
+                line = line[m.end():]
+                continue
+        break
+    return line, rank
+
+
+def parse_line_info(line: str, srun_labels: bool = False) -> LineInfo:
+    info = LineInfo()
+    body, info.rank = strip_prefix_rank(line, srun_labels)
+    head = body[:_HEAD]
+    m = _NCCL.search(head)
+    if m:
+        info.host, info.pid, info.gpu_index = m.group(1), int(m.group(2)), int(m.group(4))
+    if info.rank is None:
+        m = _C10D_RANK.search(head)
+        if m:
+            info.rank = int(m.group(1))
+    if info.host is None:
+        m = _ISO_HOST.match(body)
+        if m:
+            info.host = m.group(1)
+    m = _PCI_XID.search(body)
+    if m:
+        info.pci_bus_id = normalize_pci(m.group(1))
+    else:
+        m = _PCI_FULL.search(head)
+        if m:
+            info.pci_bus_id = normalize_pci(f"{m.group(1)}:{m.group(2)}:{m.group(3)}.{m.group(4)}")
+    m = _GPU_UUID.search(body)
+    if m:
+        info.uuid = m.group(1)
+    return info
+
+
+def looks_srun_labelled(sample_lines: list[str]) -> bool:
+    """srun --label output: most non-empty lines start with 'N: '."""
+    lines = [ln for ln in sample_lines if ln.strip()]
+    if len(lines) < 3:
+        return False
+    hits = sum(1 for ln in lines if SRUN_LABEL.match(ln))
+    return hits >= 0.6 * len(lines)

@@ -1,0 +1,123 @@
+"""Time stamps in the forms GPU job evidence uses, parsed to one comparable form.
+
+Every parser returns a naive wall-clock ``datetime`` (as written in the log) plus whether the
+year was written. Years missing from syslog and glog stamps are filled in later from the
+other evidence (``YEAR_UNKNOWN`` marks them until then), so ordering stays deterministic.
+dmesg's seconds-since-boot are kept apart: they order lines within a kernel log but cannot
+be placed on the wall clock without the boot time.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+YEAR_UNKNOWN = 1904  # a leap year, so Feb 29 parses before the real year is known
+
+_MONTHS = {m: i for i, m in enumerate(
+    ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), start=1)}
+
+# 2024-05-01T12:00:00.123+00:00 / 2024-05-01 12:00:00,123 (Python logging) / 2024/05/01 12:00:00
+_ISO = re.compile(
+    r"(?<!\d)(\d{4})[-/](\d{2})[-/](\d{2})[T ](\d{2}):(\d{2}):(\d{2})(?:[.,](\d{1,9}))?(Z|[+-]\d{2}:?\d{2})?")
+# dmesg -T: [Tue May  7 12:00:00 2024]
+_DMESG_T = re.compile(r"^\[\s*\w{3} (\w{3}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (\d{4})\]")
+# dmesg: [ 1234.567890]
+_DMESG_BOOT = re.compile(r"^\[\s*(\d+)\.(\d+)\]")
+# syslog / journalctl short: May  7 12:00:00 host ...
+_SYSLOG = re.compile(r"^(\w{3}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d+))? (\S+) ")
+# glog (PyTorch C++ and XLA): E1129 14:07:47.123456 12345 file.cpp:12]
+_GLOG = re.compile(r"(?:^|[\[\s])[IWEF](\d{2})(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{1,9})\s+(\d+)")
+# Weekday-first forms such as `date` prints: Tue May  7 12:00:00 UTC 2024
+_DATE_CMD = re.compile(r"(?:^|\s)\w{3} (\w{3}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}) (?:[A-Z]{2,5} )?(\d{4})")
+
+# Only look near the start of a line: stamps deep inside a message are data, not the time.
+_HEAD = 120
+
+
+@dataclass(frozen=True)
+class Stamp:
+    time: datetime | None = None
+    offset: str | None = None  # UTC offset as written, e.g. +00:00
+    boot_seconds: float | None = None
+    host: str | None = None  # syslog host field
+    pid: int | None = None  # glog thread/pid field
+
+
+def _frac(s: str | None) -> int:
+    if not s:
+        return 0
+    return int((s + "000000")[:6])
+
+
+def _safe(year: int, month: int, day: int, h: int, mi: int, sec: int, us: int) -> datetime | None:
+    try:
+        return datetime(year, month, day, h, mi, sec, us)
+    except ValueError:
+        return None
+
+
+def parse_stamp(line: str) -> Stamp | None:
+    head = line[:_HEAD]
+    if head.startswith("["):
+        m = _DMESG_T.match(head)
+        if m:
+            mon = _MONTHS.get(m.group(1).lower())
+            if mon:
+                t = _safe(int(m.group(6)), mon, int(m.group(2)), int(m.group(3)), int(m.group(4)),
+                          int(m.group(5)), 0)
+                if t:
+                    return Stamp(time=t)
+        m = _DMESG_BOOT.match(head)
+        if m:
+            return Stamp(boot_seconds=float(f"{m.group(1)}.{m.group(2)}"))
+    m = _SYSLOG.match(head)
+    if m and m.group(1).lower() in _MONTHS:
+        t = _safe(YEAR_UNKNOWN, _MONTHS[m.group(1).lower()], int(m.group(2)), int(m.group(3)), int(m.group(4)),
+                  int(m.group(5)), _frac(m.group(6)))
+        if t:
+            return Stamp(time=t, host=m.group(7))
+    m = _ISO.search(head)
+    if m:
+        t = _safe(int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5)),
+                  int(m.group(6)), _frac(m.group(7)))
+        if t:
+            off = m.group(8)
+            if off and off != "Z" and ":" not in off:
+                off = off[:3] + ":" + off[3:]
+            return Stamp(time=t, offset="+00:00" if off == "Z" else off)
+    m = _GLOG.search(head)
+    if m:
+        t = _safe(YEAR_UNKNOWN, int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)),
+                  int(m.group(5)), _frac(m.group(6)))
+        if t:
+            return Stamp(time=t, pid=int(m.group(7)))
+    m = _DATE_CMD.search(head)
+    if m:
+        mon = _MONTHS.get(m.group(1).lower())
+        if mon:
+            t = _safe(int(m.group(6)), mon, int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5)), 0)
+            if t:
+                return Stamp(time=t)
+    return None
+
+
+def with_year(t: datetime, year: int) -> datetime:
+    if t.year != YEAR_UNKNOWN:
+        return t
+    try:
+        return t.replace(year=year)
+    except ValueError:  # Feb 29 in a non-leap year
+        return t.replace(year=year, day=28)
+
+
+def iso(t: datetime | None, offset: str | None = None) -> str | None:
+    if t is None or t.year == YEAR_UNKNOWN:
+        return None
+    s = t.isoformat(timespec="microseconds" if t.microsecond else "seconds")
+    return s + (offset or "")
+
+
+def plus_seconds(t: datetime, seconds: float) -> datetime:
+    return t + timedelta(seconds=seconds)

@@ -1,0 +1,74 @@
+"""Events paired with their signatures, and the data-driven filters applied before ranking.
+
+Filters (each recorded as a fired rule when it changes something):
+- recovered: an ``error`` (not ``fatal``) hit followed, in the same file and for the same rank,
+  by training progress. Caught exceptions, OOM retries with a smaller batch and retried
+  connections are not the failure.
+- duplicates: the same line text reported by several signatures keeps each signature, but
+  ranking sees the line once per signature.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from denpex.catalog.model import Signature
+from denpex.evidence import Event
+
+PROGRESS_FIELDS = ("step", "checkpoint", "completed")
+
+
+@dataclass
+class Finding:
+    event: Event
+    sig: Signature
+    priority: int
+    recovered: bool = False
+    rank: int | None = None
+
+    @property
+    def is_failure(self) -> bool:
+        return self.sig.is_failure and not self.recovered
+
+    @property
+    def role(self) -> str:
+        return self.sig.role
+
+
+def rank_of(ev: Event) -> int | None:
+    """The rank a line speaks for: the launcher prefix first, then what the message says."""
+    if ev.rank is not None:
+        return ev.rank
+    for key in ("rank", "failed_rank", "global_rank"):
+        val = ev.fields.get(key)
+        if val is not None and val.isdigit():
+            return int(val)
+    return None
+
+
+def build_findings(events: list[Event], sigs: dict[str, Signature]) -> list[Finding]:
+    out = []
+    for ev in events:
+        sig = sigs.get(ev.signature_id or "")
+        if sig is None:
+            continue
+        out.append(Finding(ev, sig, sig.priority, rank=rank_of(ev)))
+    return out
+
+
+def mark_recovered(findings: list[Finding]) -> list[Finding]:
+    """Mark ``error`` findings that progress followed; return the ones marked."""
+    progress: dict[int, list[tuple[int, int | None]]] = {}
+    for f in findings:
+        if f.role == "context" and any(k in f.event.fields for k in PROGRESS_FIELDS):
+            progress.setdefault(f.event.source_index, []).append((f.event.line_no, f.rank))
+    marked = []
+    for f in findings:
+        if f.sig.severity != "error" or not f.sig.is_failure:
+            continue
+        for line_no, rank in progress.get(f.event.source_index, []):
+            if line_no > f.event.line_no and rank == f.rank:
+                f.recovered = True
+                marked.append(f)
+                break
+    return marked

@@ -1,0 +1,83 @@
+"""Choose the root: the first real failure, not the loudest cascade.
+
+Candidates are findings whose signature can start a failure (role ``root``). Among those that
+happened within ``WINDOW_S`` of the earliest one (or carry no time), the highest priority
+wins, then the earliest. The window exists because the line that explains a failure is often
+logged a moment after the line that reports it (a kernel Xid a second after the CUDA error it
+caused). When no root candidate exists, the earliest cascade/symptom line stands in and the
+owner is usually ``unknown``.
+
+Node evidence joined to a failing rank's GPU (same PCI bus id, or a single-host kernel log in
+the same window) gets a boost, so the Xid behind a rank's CUDA error outranks the error.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from denpex.diagnose.findings import Finding
+from denpex.diagnose.timeline import absolute_time, ordered, seconds_between
+
+WINDOW_S = 300.0
+NODE_BOOST = 15
+NODE_FAMILIES = ("xid", "sxid", "driver", "ecc", "kernel", "dcgm")
+
+
+@dataclass
+class RootChoice:
+    root: Finding | None
+    reason: str
+    fired: list[tuple[str, list[Finding]]] = field(default_factory=list)
+    competing: list[Finding] = field(default_factory=list)
+
+
+def _earliest(cands: list[Finding]) -> Finding:
+    evs = ordered([c.event for c in cands])
+    first = evs[0]
+    return next(c for c in cands if c.event is first)
+
+
+def choose_root(failures: list[Finding]) -> RootChoice:
+    if not failures:
+        return RootChoice(None, "no failure found")
+    roots = [f for f in failures if f.role == "root"]
+    fired: list[tuple[str, list[Finding]]] = []
+    if not roots:
+        # Symptoms (an exit code, ChildFailedError) say less than cascades that name a
+        # collective, but more about *which* process died; prefer the earliest symptom.
+        symptoms = [f for f in failures if f.role == "symptom"]
+        pool = symptoms or failures
+        pick = _earliest(pool)
+        return RootChoice(pick, "only cascade or symptom lines: the earliest one stands in",
+                          [("cascade_only", [pick])])
+    first = _earliest(roots)
+    t0 = absolute_time(first.event)
+    window: list[Finding] = []
+    for c in roots:
+        t = absolute_time(c.event)
+        if t0 is None or t is None or (t - t0).total_seconds() <= WINDOW_S:
+            window.append(c)
+    app = [c for c in window if c.sig.family not in NODE_FAMILIES]
+    for c in window:
+        if c.sig.family in NODE_FAMILIES and c.sig.owner not in ("unknown",) and _joined(c, app):
+            c.priority = c.sig.priority + NODE_BOOST
+            fired.append(("node_evidence_joined", [c]))
+    best = max(c.priority for c in window)
+    top = [c for c in window if c.priority == best]
+    pick = _earliest(top)
+    competing = [c for c in window if c is not pick and c.priority >= best - 10 and c.sig.owner != pick.sig.owner]
+    reason = "highest-priority failure within the first failure's window"
+    if pick is first:
+        reason = "first failure in time"
+    return RootChoice(pick, reason, fired, competing)
+
+
+def _joined(node: Finding, app: list[Finding]) -> bool:
+    """Whether node evidence plausibly concerns the GPU of a failing application rank."""
+    for a in app:
+        if node.event.pci_bus_id and a.event.pci_bus_id and node.event.pci_bus_id == a.event.pci_bus_id:
+            return True
+        secs = seconds_between(node.event, a.event)
+        if secs is not None and abs(secs) <= WINDOW_S:
+            return True
+    return not app

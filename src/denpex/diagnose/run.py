@@ -1,0 +1,235 @@
+"""From sources to an incident: the whole diagnosis, deterministic and stdlib-only.
+
+scan (``denpex.scan``) -> findings -> recovered filter -> root choice -> initiating rank ->
+owner adjustments -> RMA, impact, secondary -> the incident document (``incident.py``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from denpex.catalog.loader import Catalog
+from denpex.collect.inputs import Source
+from denpex.diagnose.findings import Finding, build_findings, mark_recovered
+from denpex.diagnose.impact import compute_impact
+from denpex.diagnose.ranks import RankVerdict, gpu_rank_map, rank_for_gpu, rank_from_cascade, rank_from_launchers
+from denpex.diagnose.root import WINDOW_S, RootChoice, choose_root
+from denpex.diagnose.timeline import ordered, seconds_between
+from denpex.scan.engine import Engine
+from denpex.scan.scanner import SourceResult, scan_all
+
+MANY_GPUS = 3
+APP_XIDS = {"13", "31", "43", "45"}
+
+
+@dataclass
+class Diagnosis:
+    catalog: Catalog
+    results: list[SourceResult]
+    findings: list[Finding]
+    failures: list[Finding]
+    choice: RootChoice
+    owner: str
+    rank: RankVerdict | None
+    fired: list[tuple[str, str, list[Finding]]] = field(default_factory=list)
+    rma_candidate: bool = False
+    rma_reasons: list[str] = field(default_factory=list)
+    impact: dict[str, Any] = field(default_factory=dict)
+    secondary: list[list[Finding]] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    known_ranks: set[int] = field(default_factory=set)
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def root(self) -> Finding | None:
+        return self.choice.root
+
+    @property
+    def healthy(self) -> bool:
+        return self.root is None
+
+
+def diagnose_paths(catalog: Catalog, sources: list[Source], engine: Engine | None = None) -> Diagnosis:
+    return diagnose_results(catalog, scan_all(catalog, sources, engine))
+
+
+def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis:
+    _assign_node_hosts(results)
+    events = [ev for r in results for ev in r.events]
+    findings = build_findings(ordered(events), catalog.by_id)
+    fired: list[tuple[str, str, list[Finding]]] = []
+    recovered = mark_recovered(findings)
+    if recovered:
+        fired.append(("recovered_after_progress",
+                      "errors followed by training progress in the same output are treated as recovered",
+                      recovered[:5]))
+    failures = [f for f in findings if f.is_failure]
+    known_ranks: set[int] = set().union(*(r.ranks for r in results)) if results else set()
+    known_ranks |= {f.rank for f in findings if f.rank is not None}
+    choice = choose_root(failures)
+    for name, fs in choice.fired:
+        fired.append((name, choice.reason if name == "cascade_only" else
+                      "node evidence in the same window as a failing rank outranks the rank's own error", fs))
+    diag = Diagnosis(catalog=catalog, results=results, findings=findings, failures=failures, choice=choice,
+                     owner="none", rank=None, fired=fired, known_ranks=known_ranks)
+    root = choice.root
+    if root is None:
+        diag.missing = _missing_for_healthy(results)
+        return diag
+    fired.insert(0, ("root_selection", choice.reason, [root]))
+    diag.owner = root.sig.owner
+    diag.rank = _initiating_rank(root, findings, failures, known_ranks)
+    if diag.rank is not None and diag.rank.rank is not None:
+        fired.append(("initiating_rank", diag.rank.reason, diag.rank.evidence or [root]))
+    _many_gpus_same_xid(diag)
+    _rma(diag)
+    diag.impact = compute_impact(findings, root, known_ranks)
+    diag.secondary = _secondary(diag)
+    diag.missing = _missing(diag)
+    return diag
+
+
+def _initiating_rank(root: Finding, findings: list[Finding], failures: list[Finding],
+                     known: set[int]) -> RankVerdict | None:
+    multi = len(known) > 1 or any(f.rank not in (None, 0) for f in failures)
+    if root.rank is not None:
+        if root.role == "root" or not multi:
+            return RankVerdict(root.rank, "the root line names its rank", [root])
+    gmap = gpu_rank_map(findings)
+    r = rank_for_gpu(root, gmap)
+    if r is not None:
+        return RankVerdict(r, f"the GPU {root.event.pci_bus_id} of the root line belongs to rank {r}", [root])
+    launcher = rank_from_launchers(failures + [f for f in findings if f.role == "context"])
+    if launcher is not None and launcher.rank is not None:
+        return launcher
+    if root.role != "root":
+        cascade = rank_from_cascade(findings, known)
+        if cascade is not None:
+            return cascade
+    if root.rank is not None:
+        return RankVerdict(root.rank, "the earliest failing line names its rank", [root])
+    if root.role == "root":
+        # The first rank to fail among those that say who they are, close to the root.
+        for f in failures:
+            if f.rank is not None and f.role == "root":
+                secs = seconds_between(root.event, f.event)
+                if secs is None or abs(secs) <= WINDOW_S:
+                    return RankVerdict(f.rank, f"rank {f.rank} is the first rank with a failure", [f])
+    return None
+
+
+def _many_gpus_same_xid(diag: Diagnosis) -> None:
+    """The same Xid on many GPUs at once points at the application or a peer, not at every GPU."""
+    root = diag.root
+    if root is None or "xid" not in root.event.fields:
+        return
+    code = root.event.fields["xid"]
+    gpus: set[tuple[str | None, str]] = set()
+    same: list[Finding] = []
+    for f in diag.failures:
+        if f.event.fields.get("xid") != code or not f.event.pci_bus_id:
+            continue
+        secs = seconds_between(root.event, f.event)
+        if secs is None or abs(secs) <= 120:
+            gpus.add((f.event.host, f.event.pci_bus_id))
+            same.append(f)
+    if len(gpus) < MANY_GPUS:
+        return
+    new_owner = "user_code" if code in APP_XIDS else "unknown"
+    if diag.owner != new_owner:
+        diag.fired.append(("same_xid_many_gpus",
+                           f"Xid {code} on {len(gpus)} GPUs at once: the application or a peer, not each GPU "
+                           f"(owner {diag.owner} -> {new_owner})", same[:5]))
+        diag.owner = new_owner
+    diag.missing.append("which process ran on the affected GPUs (application logs of the same time)")
+
+
+def _rma(diag: Diagnosis) -> None:
+    root = diag.root
+    if root is None or diag.owner != "gpu_hardware":
+        return
+    reasons = []
+    if root.sig.rma == "candidate":
+        reasons.append(f"{root.sig.title} ({root.sig.id}): {root.event.text.strip()[:200]}")
+    for f in diag.failures:
+        if f is not root and f.sig.rma == "candidate" and f.sig.owner == "gpu_hardware":
+            line = f"{f.sig.title} ({f.sig.id}): {f.event.text.strip()[:200]}"
+            if line not in reasons:
+                reasons.append(line)
+    if reasons:
+        diag.rma_candidate = True
+        diag.rma_reasons = reasons[:10]
+
+
+def _secondary(diag: Diagnosis) -> list[list[Finding]]:
+    """Other failures that are not the root's consequences: grouped per signature."""
+    root = diag.root
+    assert root is not None
+    groups: dict[str, list[Finding]] = {}
+    for f in diag.failures:
+        if f is root or f.role != "root" or f.sig.id == root.sig.id:
+            continue
+        if f.sig.owner == root.sig.owner and f.sig.category == root.sig.category:
+            continue
+        secs = seconds_between(root.event, f.event)
+        root_rank = root.rank if root.rank is not None else (diag.rank.rank if diag.rank else None)
+        same_place = (f.rank is not None and f.rank == root_rank) or (
+            f.event.host is not None and f.event.host == root.event.host)
+        if secs is not None and 0 <= secs <= WINDOW_S and same_place:
+            continue  # a consequence on the same rank or host
+        if secs is None and f.event.source_index == root.event.source_index and f.event.line_no > root.event.line_no:
+            continue  # later in the same file, untimed: likely the same failure unwinding
+        groups.setdefault(f.sig.id, []).append(f)
+    return [groups[k] for k in sorted(groups, key=lambda k: (groups[k][0].event.source_index,
+                                                              groups[k][0].event.line_no))][:10]
+
+
+def _missing(diag: Diagnosis) -> list[str]:
+    root = diag.root
+    assert root is not None
+    out: list[str] = list(diag.missing)
+    kinds = {r.kind for r in diag.results}
+    if diag.owner == "unknown" or root.role != "root":
+        out.extend(root.sig.missing)
+    if "kernel_log" not in kinds and (diag.owner in ("unknown", "gpu_hardware", "driver", "interconnect", "host")
+                                      or root.role != "root"):
+        out.append("kernel log (dmesg -T or journalctl -k) of the job's nodes from the time of the failure")
+    world = diag.impact.get("world_size")
+    if isinstance(world, int) and 1 < world <= 4096 and diag.known_ranks and len(diag.known_ranks) < world:
+        absent = sorted(set(range(world)) - diag.known_ranks)
+        shown = ", ".join(str(r) for r in absent[:16]) + (" ..." if len(absent) > 16 else "")
+        out.append(f"output of ranks {shown} ({len(absent)} of {world} not seen)")
+    seen: set[str] = set()
+    return [m for m in out if not (m in seen or seen.add(m))]  # type: ignore[func-returns-value]
+
+
+def _missing_for_healthy(results: list[SourceResult]) -> list[str]:
+    out = []
+    if not results or sum(r.lines for r in results) == 0:
+        out.append("no evidence lines were read: a healthy verdict here means nothing")
+    unreadable = [r.source.display for r in results if r.source.warnings and r.lines == 0]
+    if unreadable:
+        out.append("unreadable sources: " + ", ".join(unreadable[:10]))
+    return out
+
+
+def _assign_node_hosts(results: list[SourceResult]) -> None:
+    """Give kernel-log lines without a host field the host their file belongs to.
+
+    A dmesg capture names no host. When the file name names one of the job's hosts, or the
+    job ran on exactly one host, its lines are that host's.
+    """
+    job_hosts = sorted({ev.host for r in results if r.kind != "kernel_log" for ev in r.events if ev.host})
+    for r in results:
+        if r.kind not in ("kernel_log", "nvidia_smi_q", "dcgm_diag"):
+            continue
+        if any(ev.host for ev in r.events):
+            continue
+        name = r.source.display.rsplit("/", 1)[-1]
+        named = [h for h in job_hosts if h in name]
+        host = named[0] if len(named) == 1 else (job_hosts[0] if len(job_hosts) == 1 else None)
+        if host is None:
+            continue
+        for ev in r.events:
+            ev.host = host

@@ -1,0 +1,1 @@
+"""Score the diagnosis against a labelled corpus of real logs (``make eval``)."""

@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from denpex.catalog.regex_subset import required_literals, subset_violations
+
+CASES = [
+    ("xid", r"NVRM: Xid \(PCI:[0-9a-f:]+\): 79,", {"nvrm: xid (pci:"}),
+    ("alternation", r"(?:CUDA|HIP) error: out of memory", {" error: out of memory"}),
+    ("branch union", r"(?:foo bar|baz qux)", {"foo bar", "baz qux"}),
+    ("no literal", r"a{1,3}b", None),
+]
+
+
+@pytest.mark.parametrize(("name", "pattern", "expected"), CASES)
+def test_required_literals(name: str, pattern: str, expected: set[str] | None) -> None:
+    got = required_literals(pattern)
+    assert (None if got is None else set(got)) == expected
+
+
+@pytest.mark.parametrize("pattern", [r"(?=abc)d", r"(a)\1", r"(?P<x>a)", r"(?<!x)y", "a\\nb"])
+def test_subset_rejects_what_hyperscan_cannot_do(pattern: str) -> None:
+    assert subset_violations(pattern)
+
+
+@given(st.text(max_size=40))
+def test_subset_check_never_raises(pattern: str) -> None:
+    subset_violations(pattern)

@@ -1,0 +1,92 @@
+"""Bad input never crashes and never loses the rest of the evidence."""
+
+from __future__ import annotations
+
+import gzip
+from pathlib import Path
+
+import pytest
+
+from denpex.collect import inputs
+from denpex.collect.inputs import expand_paths, read_chunks
+
+
+def _read(path: Path) -> tuple[str, list[str]]:
+    sources, errors = expand_paths([str(path)])
+    assert not errors
+    src = sources[0]
+    text = "\n".join(c.text for c in read_chunks(src))
+    return text, src.warnings
+
+
+def test_plain_text_keeps_line_count(tmp_path: Path) -> None:
+    p = tmp_path / "a.log"
+    p.write_text("one\ntwo\nthree\n")
+    sources, _ = expand_paths([str(p)])
+    chunks = list(read_chunks(sources[0]))
+    assert sum(c.n_lines for c in chunks) >= 3
+    assert chunks[0].text.startswith("one\ntwo\nthree")
+
+
+def test_gzip_by_content_not_name(tmp_path: Path) -> None:
+    p = tmp_path / "noext"
+    p.write_bytes(gzip.compress(b"NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.\n"))
+    text, warnings = _read(p)
+    assert "fallen off the bus" in text and not warnings
+
+
+def test_truncated_gzip_keeps_what_was_read(tmp_path: Path) -> None:
+    data = gzip.compress(("line of text\n" * 20000 + "the end\n").encode())
+    p = tmp_path / "cut.log.gz"
+    p.write_bytes(data[: len(data) // 2])
+    text, warnings = _read(p)
+    assert "line of text" in text
+    assert any("truncated" in w for w in warnings)
+
+
+def test_binary_junk_is_skipped_with_warning(tmp_path: Path) -> None:
+    p = tmp_path / "core"
+    p.write_bytes(bytes(range(256)) * 100)
+    text, warnings = _read(p)
+    assert text == "" and any("binary" in w for w in warnings)
+
+
+def test_invalid_utf8_is_read(tmp_path: Path) -> None:
+    p = tmp_path / "bad.log"
+    p.write_bytes(b"ok line\n\xff\xfe broken \xc3 bytes CUDA error: out of memory\n")
+    text, warnings = _read(p)
+    assert "CUDA error: out of memory" in text
+
+
+def test_long_line_is_cut_not_loaded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(inputs, "MAX_LINE", 1000)
+    monkeypatch.setattr(inputs, "BLOCK", 4096)
+    p = tmp_path / "long.log"
+    p.write_bytes(b"x" * 50000 + b"\nafter the long line\n")
+    text, warnings = _read(p)
+    assert "after the long line" in text
+    assert len(max(text.split("\n"), key=len)) <= 1000
+    assert any("cut" in w for w in warnings)
+
+
+def test_missing_path_and_empty_folder_are_errors(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    sources, errors = expand_paths([str(tmp_path / "nope"), str(tmp_path / "empty")])
+    assert not sources and len(errors) == 2
+
+
+def test_folder_is_read_recursively_in_stable_order(tmp_path: Path) -> None:
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "rank1.log").write_text("x\n")
+    (tmp_path / "a.log").write_text("y\n")
+    sources, _ = expand_paths([str(tmp_path)])
+    assert [s.display for s in sources] == ["a.log", "b/rank1.log"]
+
+
+def test_decompression_limit_stops_a_bomb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(inputs, "MAX_DECOMPRESSED", 100_000)
+    monkeypatch.setattr(inputs, "BLOCK", 16384)
+    p = tmp_path / "bomb.gz"
+    p.write_bytes(gzip.compress(b"A" * 5_000_000))
+    text, warnings = _read(p)
+    assert any("decompressed size" in w for w in warnings)

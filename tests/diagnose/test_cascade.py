@@ -1,0 +1,91 @@
+"""Root versus cascade across ranks, on small logs shaped like real torchrun output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from denpex.catalog import Catalog
+from tests.helpers import diagnose_files
+
+OOM_THEN_TIMEOUTS = """\
+[rank0]:[I1129 14:00:00.000000 100 ProcessGroupNCCL.cpp:2100] [PG 0 Rank 0] ProcessGroupNCCL initialized
+[rank3]:[E1129 14:01:00.000000 103 x.py:1] failed
+[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 79.15 GiB of which 1.06 GiB is free.
+[rank0]:[E1129 14:11:00.100000 100 ProcessGroupNCCL.cpp:616] [PG 0 Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=10, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600036 milliseconds before timing out.
+[rank1]:[E1129 14:11:00.200000 101 ProcessGroupNCCL.cpp:616] [PG 0 Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=10, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600036 milliseconds before timing out.
+[rank2]:[E1129 14:11:00.300000 102 ProcessGroupNCCL.cpp:616] [PG 0 Rank 2] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=10, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) ran for 600036 milliseconds before timing out.
+"""
+
+
+def test_oom_on_one_rank_is_root_and_timeouts_are_cascade(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": OOM_THEN_TIMEOUTS})
+    assert doc["status"] == "failed"
+    assert doc["owner"] == "capacity"
+    assert "CUDA out of memory" in doc["root_cause"]["evidence"][0]["text"]
+    assert doc["initiating_rank"] == 3
+    roles = {e["rank"]: e["role"] for e in doc["timeline"] if e["rank"] in (0, 1, 2)}
+    assert set(roles.values()) == {"cascade"}
+
+
+TIMEOUTS_ONLY = "\n".join(
+    f"[rank{r}]:[E1129 14:11:00.{r}00000 10{r} ProcessGroupNCCL.cpp:1537] [PG 0 Rank {r}] Exception (either an error "
+    f"or timeout) detected by watchdog at work: 20, last enqueued NCCL work: 20, last completed NCCL work: "
+    f"{19 if r != 2 else 17}." for r in range(4)) + "\n"
+
+
+def test_timeouts_only_point_at_the_rank_that_completed_least(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": TIMEOUTS_ONLY})
+    assert doc["owner"] == "unknown"
+    assert doc["initiating_rank"] == 2
+    assert doc["coverage"]["missing"], "unknown owner must say what would decide it"
+
+
+def test_healthy_nccl_chatter_is_healthy(catalog: Catalog, tmp_path: Path) -> None:
+    text = "\n".join([
+        "node01:1234:1234 [0] NCCL INFO Bootstrap : Using eth0:10.0.0.1<0>",
+        "node01:1234:1234 [0] NCCL INFO NET/IB : No device found.",
+        "node01:1234:1234 [0] NCCL INFO comm 0x55d0 rank 0 nranks 2 cudaDev 0 busId 3b000 - Init COMPLETE",
+        "/usr/lib/python3/site-packages/torch/nn/modules/module.py:1: FutureWarning: `torch.cuda.amp.autocast(args...)` is deprecated.",
+        "Epoch 0: 100%|##########| 10/10 [00:01<00:00,  9.10it/s, loss=0.5]",
+        "`Trainer.fit` stopped: `max_epochs=1` reached.",
+    ]) + "\n"
+    doc = diagnose_files(catalog, tmp_path, {"run.log": text})
+    assert doc["status"] == "healthy"
+    assert doc["owner"] == "none"
+    assert doc["root_cause"]["signature_id"] is None
+
+
+def test_xid_on_the_ranks_gpu_outranks_its_cuda_error(catalog: Catalog, repo: Path) -> None:
+    from denpex.collect.inputs import expand_paths
+    from denpex.diagnose import diagnose_paths
+    from denpex.diagnose.incident import build_incident
+
+    sources, _ = expand_paths([str(repo / "examples" / "demo-job")])
+    doc = build_incident(diagnose_paths(catalog, sources))
+    assert doc["root_cause"]["signature_id"] == "xid.79"
+    assert doc["owner"] == "gpu_hardware"
+    assert doc["initiating_rank"] == 2
+    assert doc["rma"]["candidate"] is True
+    assert doc["impact"]["last_checkpoint"] == "global_step1000"
+    assert doc["impact"]["world_size"] == 4
+
+
+def test_same_xid_on_many_gpus_is_not_every_gpus_fault(catalog: Catalog, tmp_path: Path) -> None:
+    lines = [f"[Sun Nov 29 14:01:0{i} 2026] NVRM: Xid (PCI:0000:{bus}:00): 13, pid=4242, name=python, "
+             "Graphics SM Warp Exception on (GPC 1, TPC 0, SM 0): Out Of Range Address"
+             for i, bus in enumerate(["1b", "2c", "41", "5e"])]
+    doc = diagnose_files(catalog, tmp_path, {"dmesg.txt": "\n".join(lines) + "\n"})
+    assert doc["owner"] == "user_code"
+    assert doc["rma"]["candidate"] is False
+
+
+def test_error_followed_by_progress_is_recovered(catalog: Catalog, tmp_path: Path) -> None:
+    text = "\n".join([
+        "Step 10/100 | loss 2.1",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.06 GiB is free.",
+        "Reducing batch size to 16 and retrying",
+        "Step 11/100 | loss 2.0",
+        "`Trainer.fit` stopped: `max_epochs=1` reached.",
+    ]) + "\n"
+    doc = diagnose_files(catalog, tmp_path, {"run.log": text})
+    assert doc["status"] == "healthy"
