@@ -54,7 +54,7 @@ def test_binary_junk_is_skipped_with_warning(tmp_path: Path) -> None:
 def test_invalid_utf8_is_read(tmp_path: Path) -> None:
     p = tmp_path / "bad.log"
     p.write_bytes(b"ok line\n\xff\xfe broken \xc3 bytes CUDA error: out of memory\n")
-    text, warnings = _read(p)
+    text, _ = _read(p)
     assert "CUDA error: out of memory" in text
 
 
@@ -88,5 +88,5 @@ def test_decompression_limit_stops_a_bomb(tmp_path: Path, monkeypatch: pytest.Mo
     monkeypatch.setattr(inputs, "BLOCK", 16384)
     p = tmp_path / "bomb.gz"
     p.write_bytes(gzip.compress(b"A" * 5_000_000))
-    text, warnings = _read(p)
+    _, warnings = _read(p)
     assert any("decompressed size" in w for w in warnings)

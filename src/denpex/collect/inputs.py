@@ -8,6 +8,7 @@ attached to its source; a bad file never stops the others from being read.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import io
 import os
@@ -141,8 +142,9 @@ def _decompressor(src: Source, head: bytes, fh: BinaryIO) -> BinaryIO:
         try:
             import zstandard  # type: ignore[import-not-found,unused-ignore]
         except ImportError:
-            raise _SkipSource("zstd-compressed; install the 'zstd' extra (pip install 'denpex[zstd]') to read it") from None
-        return zstandard.ZstdDecompressor().stream_reader(fh)  # type: ignore[no-any-return]
+            raise _SkipSource("zstd-compressed; install the 'zstd' extra "
+                              "(pip install 'denpex[zstd]') to read it") from None
+        return zstandard.ZstdDecompressor().stream_reader(fh)  # type: ignore[no-any-return,unused-ignore]
     return fh
 
 
@@ -188,10 +190,8 @@ def read_chunks(src: Source) -> Iterator[Chunk]:
     except OSError as exc:
         src.warnings.append(f"read error: {exc.strerror or exc}")
     finally:
-        try:
+        with contextlib.suppress(OSError):
             raw.close()
-        except OSError:
-            pass
 
 
 def _chunks_from_stream(src: Source, stream: BinaryIO) -> Iterator[Chunk]:

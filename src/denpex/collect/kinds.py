@@ -44,7 +44,5 @@ def _mostly_training(sample: str) -> bool:
 
 
 def rank_from_name(name: str) -> int | None:
-    m = None
-    for m in _NAME_RANK.finditer(name.rsplit("/", 1)[-1]):
-        pass
-    return int(m.group(1)) if m else None
+    found = _NAME_RANK.findall(name.rsplit("/", 1)[-1])
+    return int(found[-1]) if found else None

@@ -10,8 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# torchrun --tee / PyTorch rank-prefixed logging: "[rank3]:..." or "[default3]:..."
-_TORCHRUN = re.compile(r"^\[(?:rank|default|worker|trainer)(\d+)\]:\s?")
+# torchrun --tee / PyTorch rank-prefixed logging: "[rank3]:..." or "[default3]:...", possibly after
+# a time stamp or pid a log collector added ("2024-11-20 14:37:16 [rank3]: ...", "[1786] [rank0]:...")
+_TORCHRUN = re.compile(r"^(?:[\d\-:T.,/ ]{8,32} |\[\d+\] )?\[(?:rank|default|worker|trainer)(\d+)\]:\s?")
 # mpirun --tag-output: "[1,3]<stdout>:..."
 _MPIRUN = re.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:\s?")
 # srun --label: "3: ..." (enabled per file, once most lines carry it)
@@ -46,8 +47,7 @@ def normalize_pci(raw: str) -> str:
     raw = raw.strip().lower()
     if re.fullmatch(r"[0-9a-f]{1,6}", raw):  # NCCL busId: bus, device, function packed in hex
         val = int(raw, 16)
-        bus, dev, fn = (val >> 12) & 0xFF, (val >> 4) & 0xFF, val & 0xF
-        return f"0000:{bus:02x}:{dev:02x}.{fn}"
+        return f"0000:{(val >> 12) & 0xFF:02x}:{(val >> 4) & 0xFF:02x}.{val & 0xF}"
     parts = raw.split(":")
     if len(parts) == 3:
         dom, bus, devfn = parts
@@ -59,12 +59,21 @@ def normalize_pci(raw: str) -> str:
 
 
 def strip_prefix_rank(line: str, srun_labels: bool) -> tuple[str, int | None]:
-    """Remove launcher prefixes; return the rest of the line and the rank they named."""
+    """Remove launcher prefixes; return the rest of the line and the rank they named.
+
+    ``[rankN]`` is PyTorch's global rank; ``[defaultN]`` is torchrun's worker prefix, which is
+    the local rank in several releases, so a ``[rankN]`` in the same line wins over it.
+    """
     rank: int | None = None
-    for _ in range(3):
+    weak: int | None = None
+    for _ in range(4):
         m = _TORCHRUN.match(line) or _MPIRUN.match(line)
         if m:
-            rank = int(m.group(1)) if rank is None else rank
+            val = int(m.group(1))
+            if "[default" in m.group(0) or "[worker" in m.group(0):
+                weak = val if weak is None else weak
+            elif rank is None:
+                rank = val
             line = line[m.end():]
             continue
         if srun_labels:
@@ -74,7 +83,7 @@ def strip_prefix_rank(line: str, srun_labels: bool) -> tuple[str, int | None]:
                 line = line[m.end():]
                 continue
         break
-    return line, rank
+    return line, rank if rank is not None else weak
 
 
 def parse_line_info(line: str, srun_labels: bool = False) -> LineInfo:

@@ -65,10 +65,7 @@ def _confidence(diag: Diagnosis) -> tuple[float, list[str]]:
         lines = sum(r.lines for r in diag.results)
         return (0.9 if lines >= 20 else 0.6 if lines else 0.2), []
     why: list[str] = []
-    if root.role == "root":
-        score = 0.55 if diag.owner != "unknown" else 0.35
-    else:
-        score = 0.25
+    score = (0.55 if diag.owner != "unknown" else 0.35) if root.role == "root" else 0.25
     if root.sig.priority >= 80 and root.role == "root":
         score += 0.1
         why.append("specific root signature")

@@ -43,13 +43,10 @@ def choose_root(failures: list[Finding]) -> RootChoice:
     roots = [f for f in failures if f.role == "root"]
     fired: list[tuple[str, list[Finding]]] = []
     if not roots:
-        # Symptoms (an exit code, ChildFailedError) say less than cascades that name a
-        # collective, but more about *which* process died; prefer the earliest symptom.
-        symptoms = [f for f in failures if f.role == "symptom"]
-        pool = symptoms or failures
-        pick = _earliest(pool)
-        return RootChoice(pick, "only cascade or symptom lines: the earliest one stands in",
-                          [("cascade_only", [pick])])
+        # The most telling cascade or symptom line (priority), then the earliest of those.
+        best = max(f.priority for f in failures)
+        pick = _earliest([f for f in failures if f.priority == best])
+        return RootChoice(pick, "only cascade or symptom lines: the most telling, earliest one stands in")
     first = _earliest(roots)
     t0 = absolute_time(first.event)
     window: list[Finding] = []

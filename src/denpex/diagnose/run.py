@@ -13,7 +13,13 @@ from denpex.catalog.loader import Catalog
 from denpex.collect.inputs import Source
 from denpex.diagnose.findings import Finding, build_findings, mark_recovered
 from denpex.diagnose.impact import compute_impact
-from denpex.diagnose.ranks import RankVerdict, gpu_rank_map, rank_for_gpu, rank_from_cascade, rank_from_launchers
+from denpex.diagnose.ranks import (
+    RankVerdict,
+    gpu_rank_map,
+    rank_for_gpu,
+    rank_from_cascade,
+    rank_from_launchers,
+)
 from denpex.diagnose.root import WINDOW_S, RootChoice, choose_root
 from denpex.diagnose.timeline import ordered, seconds_between
 from denpex.scan.engine import Engine
@@ -69,8 +75,7 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
     known_ranks |= {f.rank for f in findings if f.rank is not None}
     choice = choose_root(failures)
     for name, fs in choice.fired:
-        fired.append((name, choice.reason if name == "cascade_only" else
-                      "node evidence in the same window as a failing rank outranks the rank's own error", fs))
+        fired.append((name, "node evidence in the same window as a failing rank outranks the rank's own error", fs))
     diag = Diagnosis(catalog=catalog, results=results, findings=findings, failures=failures, choice=choice,
                      owner="none", rank=None, fired=fired, known_ranks=known_ranks)
     root = choice.root
@@ -83,6 +88,7 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
     if diag.rank is not None and diag.rank.rank is not None:
         fired.append(("initiating_rank", diag.rank.reason, diag.rank.evidence or [root]))
     _many_gpus_same_xid(diag)
+    _owner_from_named_cause(diag)
     _rma(diag)
     diag.impact = compute_impact(findings, root, known_ranks)
     diag.secondary = _secondary(diag)
@@ -93,9 +99,8 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
 def _initiating_rank(root: Finding, findings: list[Finding], failures: list[Finding],
                      known: set[int]) -> RankVerdict | None:
     multi = len(known) > 1 or any(f.rank not in (None, 0) for f in failures)
-    if root.rank is not None:
-        if root.role == "root" or not multi:
-            return RankVerdict(root.rank, "the root line names its rank", [root])
+    if root.rank is not None and (root.role == "root" or not multi):
+        return RankVerdict(root.rank, "the root line names its rank", [root])
     gmap = gpu_rank_map(findings)
     r = rank_for_gpu(root, gmap)
     if r is not None:
@@ -117,6 +122,20 @@ def _initiating_rank(root: Finding, findings: list[Finding], failures: list[Find
                 if secs is None or abs(secs) <= WINDOW_S:
                     return RankVerdict(f.rank, f"rank {f.rank} is the first rank with a failure", [f])
     return None
+
+
+def _owner_from_named_cause(diag: Diagnosis) -> None:
+    """A line that names the Xid it follows (Xid 45 "caused by previous Xid 149") takes that Xid's owner."""
+    root = diag.root
+    if root is None:
+        return
+    code = root.event.fields.get("caused_by_xid")
+    cause = diag.catalog.get(f"xid.{code}") if code else None
+    if cause is None or cause.owner == diag.owner:
+        return
+    diag.fired.append(("owner_from_named_cause",
+                       f"the root line names Xid {code} as its cause: owner {diag.owner} -> {cause.owner}", [root]))
+    diag.owner = cause.owner
 
 
 def _many_gpus_same_xid(diag: Diagnosis) -> None:

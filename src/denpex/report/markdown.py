@@ -12,13 +12,13 @@ def _cell(text: str) -> str:
 def render_markdown(doc: dict[str, Any]) -> str:
     out: list[str] = []
     if doc["status"] == "healthy":
-        out += [f"## Denpex: healthy", "", doc["summary"], ""]
+        out += ["## Denpex: healthy", "", doc["summary"], ""]
         for m in doc.get("coverage", {}).get("missing", []):
             out.append(f"- note: {m}")
         return "\n".join(out) + "\n"
     root = doc["root_cause"]["evidence"][0]
     out += [f"## Denpex: {doc['title']}", "",
-            f"| | |", "|---|---|",
+            "| | |", "|---|---|",
             f"| Owner | `{doc['owner']}` |",
             f"| Category | `{doc['category']}` |",
             f"| Signature | `{doc['root_cause']['signature_id']}` |",

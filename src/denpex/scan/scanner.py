@@ -18,7 +18,7 @@ from denpex.collect.timestamps import YEAR_UNKNOWN, Stamp, parse_stamp
 from denpex.evidence import Event
 from denpex.scan.engine import Engine, default_engine
 
-_RANK_PREFIX = re.compile(r"^\[(?:rank|default)(\d+)\]:", re.M)
+_RANK_PREFIX = re.compile(r"^(?:[\d\-:T.,/ ]{8,32} |\[\d+\] )?(?:\[default\d+\]:)?\[(rank|default)(\d+)\]:", re.M)
 _SRUN_PREFIX = re.compile(r"^\s{0,4}(\d{1,5}): ", re.M)
 _MPI_PREFIX = re.compile(r"^\[\d+,(\d+)\]<std", re.M)
 LOOKBACK_LINES = 64
@@ -65,12 +65,14 @@ class Scanner:
         return res
 
     def _ranks(self, text: str, srun: bool, res: SourceResult) -> None:
-        for rx in (_RANK_PREFIX, _MPI_PREFIX) + ((_SRUN_PREFIX,) if srun else ()):
-            if rx is _RANK_PREFIX and "[rank" not in text and "[default" not in text:
-                continue
-            if rx is _MPI_PREFIX and "]<std" not in text:
-                continue
-            res.ranks.update(int(r) for r in set(rx.findall(text)))
+        if "[rank" in text or "[default" in text:
+            found = _RANK_PREFIX.findall(text)
+            strong = {int(n) for kind, n in found if kind == "rank"}
+            res.ranks.update(strong or {int(n) for _, n in found})
+        if "]<std" in text:
+            res.ranks.update(int(r) for r in set(_MPI_PREFIX.findall(text)))
+        if srun:
+            res.ranks.update(int(r) for r in set(_SRUN_PREFIX.findall(text)))
 
     def _match(self, chunk: Chunk, srun: bool, res: SourceResult, per_sig: dict[str, int]) -> None:
         text = chunk.text
