@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from denpex.catalog.loader import Catalog
 from denpex.collect.inputs import Chunk, Source, read_chunks
 from denpex.collect.kinds import detect_kind, rank_from_name
-from denpex.collect.lineinfo import looks_srun_labelled, parse_line_info
+from denpex.collect.lineinfo import looks_srun_labelled, normalize_pci, parse_line_info
 from denpex.collect.timestamps import YEAR_UNKNOWN, Stamp, parse_stamp
 from denpex.evidence import Event
 from denpex.scan.engine import Engine, default_engine
@@ -110,10 +110,30 @@ class Scanner:
                 ev.host = stamp.host
             if stamp.time is not None and stamp.time.year != YEAR_UNKNOWN:
                 res.years.add(stamp.time.year)
+        if res.kind == "nvidia_smi_q" and ev.pci_bus_id is None:
+            _gpu_section(text, ls, ev)
         for key in ("host", "pci_bus_id", "uuid"):
             if key in fields and getattr(ev, key) is None:
                 setattr(ev, key, fields[key])
         return ev
+
+
+_SMI_GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$", re.M)
+_SMI_UUID = re.compile(r"^\s+GPU UUID\s+:\s+(GPU-[0-9a-fA-F-]+)", re.M)
+
+
+def _gpu_section(text: str, pos: int, ev: Event) -> None:
+    """In ``nvidia-smi -q`` output a value belongs to the GPU whose header precedes it."""
+    start = text.rfind("\nGPU ", 0, pos)
+    if start < 0 and not text.startswith("GPU "):
+        return
+    m = _SMI_GPU.match(text, start + 1)
+    if m is None:
+        return
+    ev.pci_bus_id = normalize_pci(m.group(1))
+    u = _SMI_UUID.search(text, m.end(), pos)
+    if u is not None:
+        ev.uuid = u.group(1)
 
 
 def _stamp_before(text: str, pos: int) -> Stamp | None:

@@ -1,0 +1,46 @@
+"""The real-log corpus: healthy logs stay silent, and the score never silently drops."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from denpex.catalog import Catalog
+from denpex.collect.inputs import expand_paths
+from denpex.diagnose import diagnose_paths
+from denpex.evaluate.corpus import evidence_paths, find_cases, score_corpus
+
+CORPUS = Path(__file__).resolve().parent / "corpus"
+HEALTHY = CORPUS / "healthy"
+EXCEPTIONS = tomllib.loads((CORPUS / "healthy_exceptions.toml").read_text())["exceptions"]
+
+# Floors under the measured score (see README); raise them when the score rises.
+FLOORS = {"owner_accuracy": 0.60, "root_line_hit": 0.60, "healthy_fp_rate": 0.0}
+
+
+@pytest.mark.parametrize("case", find_cases(HEALTHY), ids=lambda p: p.name)
+def test_healthy_case_has_no_failure_findings(catalog: Catalog, case: Path) -> None:
+    sources, _ = expand_paths(evidence_paths(case))
+    diag = diagnose_paths(catalog, sources)
+    hits = sorted({f.sig.id for f in diag.failures if f.sig.id not in EXCEPTIONS})
+    assert not hits, f"{case.name}: {hits}"
+
+
+def test_corpus_case_files_are_well_formed() -> None:
+    for case in find_cases(CORPUS):
+        meta = tomllib.loads((case / "case.toml").read_text())
+        assert meta.get("source", "").startswith("http"), case
+        exp = meta["expect"]
+        assert exp["status"] in ("failed", "healthy"), case
+        if exp["status"] == "failed":
+            lines = [ln for p in evidence_paths(case) for ln in Path(p).read_text(errors="replace").splitlines()]
+            assert any(exp["root_line"] in ln for ln in lines), f"{case}: root_line not in evidence"
+
+
+def test_corpus_score_does_not_drop(catalog: Catalog) -> None:
+    score = score_corpus(catalog, CORPUS)
+    assert score.owner_accuracy >= FLOORS["owner_accuracy"]
+    assert score.root_line_hit >= FLOORS["root_line_hit"]
+    assert score.healthy_fp_rate <= FLOORS["healthy_fp_rate"]
