@@ -69,8 +69,19 @@ def required_literals(pattern: str) -> frozenset[str] | None:
     return frozenset(s.lower() for s in best)
 
 
+# Words that occur on a large share of ordinary log lines: a literal made of little else
+# would flag most lines, so it counts for half its length when choosing the prefilter key.
+COMMON_WORDS = ("warning", "error", "info", "debug", "nccl info", "nccl warn", "failed", "timeout",
+                "exception", "traceback", "iteration")
+
+
+def _weight(lit: str) -> int:
+    low = lit.lower().strip(" :[]()=")
+    return len(lit) // 2 if low in COMMON_WORDS else len(lit)
+
+
 def _score(cands: frozenset[str]) -> tuple[int, int]:
-    return (min(len(c) for c in cands), -len(cands))
+    return (min(_weight(c) for c in cands), -len(cands))
 
 
 def _required(seq: list[tuple[Any, Any]]) -> frozenset[str] | None:

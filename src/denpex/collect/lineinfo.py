@@ -14,7 +14,7 @@ from dataclasses import dataclass
 # a time stamp or pid a log collector added ("2024-11-20 14:37:16 [rank3]: ...", "[1786] [rank0]:...")
 _TORCHRUN = re.compile(r"^(?:[\d\-:T.,/ ]{8,32} |\[\d+\] )?\[(?:rank|default|worker|trainer)(\d+)\]:\s?")
 # mpirun --tag-output: "[1,3]<stdout>:..."
-_MPIRUN = re.compile(r"^\[\d+,(\d+)\]<std(?:out|err)>:\s?")
+_MPIRUN = re.compile(r"^\[(?:\d+,)?(\d+)\]<std(?:out|err)>:\s?")
 # srun --label: "3: ..." (enabled per file, once most lines carry it)
 SRUN_LABEL = re.compile(r"^\s{0,4}(\d{1,5}): ")
 # DeepSpeed launcher: "node01: [rank3]: ..." or "node01: ..." (pdsh)

@@ -46,6 +46,9 @@ def rank_of(ev: Event) -> int | None:
     return None
 
 
+RECORD_SPAN = 3  # lines of a multi-line record (torchelastic's failure list) that share one rank
+
+
 def build_findings(events: list[Event], sigs: dict[str, Signature]) -> list[Finding]:
     out = []
     for ev in events:
@@ -53,7 +56,35 @@ def build_findings(events: list[Event], sigs: dict[str, Signature]) -> list[Find
         if sig is None:
             continue
         out.append(Finding(ev, sig, sig.priority, rank=rank_of(ev)))
+    _inherit_record_ranks(out)
+    _ranks_from_process_map(out)
     return out
+
+
+def _ranks_from_process_map(findings: list[Finding]) -> None:
+    """NCCL lines carry host:pid; a line that tied that process to a rank names the rank of the rest."""
+    by_proc: dict[tuple[str | None, int], int] = {}
+    for f in findings:
+        if f.role == "context" and f.rank is not None and f.event.pid is not None:
+            by_proc.setdefault((f.event.host, f.event.pid), f.rank)
+    if not by_proc:
+        return
+    for f in findings:
+        if f.rank is None and f.event.pid is not None:
+            f.rank = by_proc.get((f.event.host, f.event.pid))
+
+
+def _inherit_record_ranks(findings: list[Finding]) -> None:
+    """A line of a multi-line record ("exitcode : 1 (pid: ...)") belongs to the rank its record named."""
+    last: dict[int, Finding] = {}
+    for f in sorted(findings, key=lambda x: (x.event.source_index, x.event.line_no)):
+        src = f.event.source_index
+        prev = last.get(src)
+        if (f.rank is None and prev is not None and prev.role == "context" and "rank" in prev.event.fields
+                and 0 < f.event.line_no - prev.event.line_no <= RECORD_SPAN):
+            f.rank = prev.rank
+        if f.role == "context" and "rank" in f.event.fields:
+            last[src] = f
 
 
 def mark_recovered(findings: list[Finding]) -> list[Finding]:

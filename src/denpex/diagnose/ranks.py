@@ -64,6 +64,30 @@ def rank_from_launchers(findings: list[Finding]) -> RankVerdict | None:
     return None
 
 
+def rank_from_root_cause_block(findings: list[Finding]) -> RankVerdict | None:
+    """torchelastic's 'Root Cause (first observed failure):' header: the rank in the record under it."""
+    for head in findings:
+        if "root_cause_block" not in head.event.fields:
+            continue
+        for f in findings:
+            ev = f.event
+            if (ev.source_index == head.event.source_index and 0 < ev.line_no - head.event.line_no <= 8
+                    and f.role == "context" and "rank" in ev.fields):
+                return RankVerdict(int(ev.fields["rank"]), "torchelastic's root-cause record names it", [f])
+    return None
+
+
+def rank_from_single_node(findings: list[Finding], hosts: set[str]) -> RankVerdict | None:
+    """On one node, the launcher's local rank of the first failed worker is its global rank."""
+    if len(hosts) > 1:
+        return None
+    for f in findings:
+        lr = f.event.fields.get("local_rank")
+        if lr is not None and lr.isdigit() and f.sig.is_failure and f.role in ("root", "symptom"):
+            return RankVerdict(int(lr), "single node: the failed worker's local rank is its global rank", [f])
+    return None
+
+
 def rank_from_cascade(findings: list[Finding], known_ranks: set[int]) -> RankVerdict | None:
     completed: dict[int, int] = {}
     ev_for: dict[int, Finding] = {}

@@ -19,6 +19,8 @@ from denpex.diagnose.ranks import (
     rank_for_gpu,
     rank_from_cascade,
     rank_from_launchers,
+    rank_from_root_cause_block,
+    rank_from_single_node,
 )
 from denpex.diagnose.root import WINDOW_S, RootChoice, choose_root
 from denpex.diagnose.timeline import ordered, seconds_between
@@ -85,6 +87,7 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
     fired.insert(0, ("root_selection", choice.reason, [root]))
     diag.owner = root.sig.owner
     diag.rank = _initiating_rank(root, findings, failures, known_ranks)
+    root = _root_on_initiating_rank(diag)
     if diag.rank is not None and diag.rank.rank is not None:
         fired.append(("initiating_rank", diag.rank.reason, diag.rank.evidence or [root]))
     _many_gpus_same_xid(diag)
@@ -105,7 +108,8 @@ def _initiating_rank(root: Finding, findings: list[Finding], failures: list[Find
     r = rank_for_gpu(root, gmap)
     if r is not None:
         return RankVerdict(r, f"the GPU {root.event.pci_bus_id} of the root line belongs to rank {r}", [root])
-    launcher = rank_from_launchers(failures + [f for f in findings if f.role == "context"])
+    launcher = (rank_from_launchers(failures + [f for f in findings if f.role == "context"])
+                or rank_from_root_cause_block(findings))
     if launcher is not None and launcher.rank is not None:
         return launcher
     if root.role != "root":
@@ -114,6 +118,10 @@ def _initiating_rank(root: Finding, findings: list[Finding], failures: list[Find
             return cascade
     if root.rank is not None:
         return RankVerdict(root.rank, "the earliest failing line names its rank", [root])
+    hosts = {f.event.host for f in findings if f.event.host}
+    single = rank_from_single_node(failures, hosts)
+    if single is not None and (root.role != "root" or "local_rank" in root.event.fields):
+        return single
     if root.role == "root":
         # The first rank to fail among those that say who they are, close to the root.
         for f in failures:
@@ -122,6 +130,24 @@ def _initiating_rank(root: Finding, findings: list[Finding], failures: list[Find
                 if secs is None or abs(secs) <= WINDOW_S:
                     return RankVerdict(f.rank, f"rank {f.rank} is the first rank with a failure", [f])
     return None
+
+
+def _root_on_initiating_rank(diag: Diagnosis) -> Finding:
+    """With only cascade/symptom lines, the line to quote is the initiating rank's own one."""
+    root = diag.choice.root
+    assert root is not None
+    if root.role == "root" or diag.rank is None or diag.rank.rank is None or root.rank == diag.rank.rank:
+        return root
+    own = [f for f in diag.failures if f.rank == diag.rank.rank]
+    if not own:
+        return root
+    best = max(f.priority for f in own)
+    pick = next(f for f in diag.failures if f.rank == diag.rank.rank and f.priority == best)
+    diag.choice.root = pick
+    diag.owner = pick.sig.owner
+    diag.fired.append(("root_on_initiating_rank", "the initiating rank's own failure line is quoted as the root",
+                       [pick]))
+    return pick
 
 
 def _owner_from_named_cause(diag: Diagnosis) -> None:

@@ -20,7 +20,7 @@ from denpex.scan.engine import Engine, default_engine
 
 _RANK_PREFIX = re.compile(r"^(?:[\d\-:T.,/ ]{8,32} |\[\d+\] )?(?:\[default\d+\]:)?\[(rank|default)(\d+)\]:", re.M)
 _SRUN_PREFIX = re.compile(r"^\s{0,4}(\d{1,5}): ", re.M)
-_MPI_PREFIX = re.compile(r"^\[\d+,(\d+)\]<std", re.M)
+_MPI_PREFIX = re.compile(r"^\[(?:\d+,)?(\d+)\]<std", re.M)
 LOOKBACK_LINES = 64
 MAX_EVENTS_PER_SIGNATURE = 2000  # per source; beyond this a flood adds nothing to a diagnosis
 
