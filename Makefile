@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed-stamp
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
-	$(BIN)/python -m pip install -q -e '.[fast,zstd,dev]'
+	$(BIN)/python -m pip install -q -e '.[fast,zstd,service,dev]'
 	touch $(STAMP)
 
 venv: $(STAMP)
