@@ -36,9 +36,11 @@ RUNTIME_DOC = "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPE
 DRIVER_DOC = "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html"
 
 # The ways a cudaGetErrorString text is printed with a prefix: PyTorch and most C++ code
-# ("CUDA error: <msg>"), Paddle/glog ("Cuda Error: <msg>"), Triton ("Triton Error [CUDA]:
-# <msg>") and old PyTorch THC ("cuda runtime error (2) : out of memory at ...").
-PREFIX = r"(?:(?:CUDA|Cuda|cuda) (?:[Ee]rror|ERROR): |Triton Error \[CUDA\]: |cuda runtime error \(\d+\) : )"
+# ("CUDA error: <msg>"; its driver-API checks print "CUDA driver error: <msg>"), Paddle/glog
+# ("Cuda Error: <msg>"), Triton ("Triton Error [CUDA]: <msg>") and old PyTorch THC
+# ("cuda runtime error (2) : out of memory at ...").
+PREFIX = (r"(?:(?:CUDA|Cuda|cuda) (?:driver )?(?:[Ee]rror|ERROR): |Triton Error \[CUDA\]: "
+          r"|cuda runtime error \(\d+\) : )")
 # After a message that is the start of another message ("unspecified launch failure" vs
 # "... in prior launch"): the line ends, or punctuation, or a space and a non-letter.
 GUARD = r"(?:$|[^ a-z]| [^a-z])"
@@ -220,6 +222,8 @@ def example_block(sid: str, g: Group, generic: bool, note: dict[str, Any],
         else:
             line = f"E1106 03:18:44.585000 8213 cuda_driver.cc:282] failed call to cuInit: {text}"
         out += [f"# expect: {sid}", line]
+        if generic and msgs:  # PyTorch's C10_CUDA_DRIVER_CHECK
+            out += [f"# expect: {sid}", f"RuntimeError: CUDA driver error: {msgs[0]}"]
     for ex in note.get("examples", []):
         out += [f"# expect: {sid}{_fields(ex)}", ex["line"]]
     near: list[str] = [

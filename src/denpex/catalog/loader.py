@@ -41,6 +41,7 @@ class Catalog:
     files: tuple[Path, ...]
     redirects: dict[str, str] = field(default_factory=dict)
     by_id: dict[str, Signature] = field(default_factory=dict)
+    dirs: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         self.by_id = {s.id: s for s in self.signatures}
@@ -94,7 +95,8 @@ def load_catalog(dirs: list[Path] | None = None) -> Catalog:
                                        f"{by_id[sig.id].source_file}")
                 by_id[sig.id] = sig
     sigs = tuple(sorted(by_id.values(), key=lambda s: s.id))
-    return Catalog(signatures=sigs, sha256=digest.hexdigest(), files=tuple(files), redirects=redirects)
+    return Catalog(signatures=sigs, sha256=digest.hexdigest(), files=tuple(files), redirects=redirects,
+                   dirs=tuple(dirs))
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -145,7 +147,9 @@ def _build(raw: dict[str, Any], family: str, path: Path) -> Signature:
     patterns = _str_list(path, sid, raw, "patterns")
     if not patterns:
         raise _fail(path, sid, "needs at least one pattern")
-    flags = re.IGNORECASE if raw.get("case_insensitive", False) else 0
+    # ASCII semantics for \w, \d, \s, \b and case folding: the same as Hyperscan's, so both
+    # engines find the same lines; log text that matters is ASCII anyway.
+    flags = re.ASCII | (re.IGNORECASE if raw.get("case_insensitive", False) else 0)
     compiled = []
     for pat in patterns:
         problems = subset_violations(pat)

@@ -13,6 +13,7 @@ from denpex.collect.inputs import expand_paths
 from denpex.diagnose import diagnose_paths
 from denpex.diagnose.incident import build_incident
 from denpex.report.json_report import render_json, write_incident
+from denpex.scan.engine import default_engine
 from denpex.report.markdown import render_markdown
 from denpex.report.text import render_text
 
@@ -35,6 +36,8 @@ def register(sub: Any) -> None:
     p.add_argument("--format", choices=("text", "json", "markdown"), default=None,
                    help="output format (default: text on a terminal, json otherwise)")
     p.add_argument("--out", metavar="DIR", type=Path, help="also write the incident JSON into DIR")
+    p.add_argument("--engine", choices=("auto", "re", "hyperscan"), default=None,
+                   help="matching engine (default: hyperscan when installed, else re; same findings)")
     p.set_defaults(func=run)
 
 
@@ -50,7 +53,12 @@ def run(args: argparse.Namespace) -> int:
     if not sources:
         print("denpex: nothing to read", file=sys.stderr)
         return 2
-    diag = diagnose_paths(catalog, sources)
+    try:
+        engine = default_engine(catalog.signatures, args.engine)
+    except (ValueError, RuntimeError) as exc:
+        print(f"denpex: {exc}", file=sys.stderr)
+        return 2
+    diag = diagnose_paths(catalog, sources, engine)
     for r in diag.results:
         for w in r.source.warnings:
             print(f"denpex: warning: {r.source.display}: {w}", file=sys.stderr)

@@ -11,7 +11,9 @@ import sys
 from collections.abc import Sequence
 
 from denpex import __version__
-from denpex.cli import diagnose, signatures
+from denpex.cli import diagnose, egress, exporter, gpus, incidents, mask, metrics, rma, signatures
+from denpex.cli import run as run_cmd
+from denpex.minimize.local import enforce_local, local_requested
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -26,9 +28,19 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"denpex {__version__}")
+    parser.add_argument("--local", action="store_true",
+                        help="open no network socket, enforced in-process (same as DENPEX_LOCAL=1)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     diagnose.register(sub)
     signatures.register(sub)
+    run_cmd.register(sub)
+    incidents.register(sub)
+    gpus.register(sub)
+    rma.register(sub)
+    metrics.register(sub)
+    exporter.register(sub)
+    mask.register(sub)
+    egress.register(sub)
     return parser
 
 
@@ -38,6 +50,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help
         return int(exc.code or 0)
+    if args.local or local_requested():
+        enforce_local()
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE

@@ -60,6 +60,8 @@ def _safe(year: int, month: int, day: int, h: int, mi: int, sec: int, us: int) -
 
 def parse_stamp(line: str) -> Stamp | None:
     head = line[:_HEAD]
+    if ":" not in head and "." not in head:
+        return None  # every form below has a ':' (time of day) or '.' (dmesg seconds)
     if head.startswith("["):
         m = _DMESG_T.match(head)
         if m:

@@ -152,5 +152,24 @@ def match_line(engine: Engine, line: str) -> list[int]:
     return sorted({idx for _, _, idx in engine.scan(line)})
 
 
-def default_engine(signatures: Sequence[Signature]) -> Engine:
+ENGINES = ("auto", "re", "hyperscan")
+
+
+def default_engine(signatures: Sequence[Signature], name: str | None = None) -> Engine:
+    """Hyperscan when the 'fast' extra is installed, else the stdlib engine; same findings either way.
+
+    ``DENPEX_ENGINE`` (or ``name``) forces one: auto | re | hyperscan.
+    """
+    import os
+
+    choice = name or os.environ.get("DENPEX_ENGINE", "auto")
+    if choice not in ENGINES:
+        raise ValueError(f"unknown engine {choice!r}; choose one of {', '.join(ENGINES)}")
+    if choice in ("auto", "hyperscan"):
+        from denpex.scan import hs_engine
+
+        if hs_engine.available():
+            return hs_engine.HyperscanEngine(signatures)
+        if choice == "hyperscan":
+            raise ValueError("the hyperscan engine needs the 'fast' extra: pip install 'denpex[fast]'")
     return ReEngine(signatures)

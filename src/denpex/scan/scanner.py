@@ -7,8 +7,12 @@ counted and forgotten, so memory stays bounded whatever the input size.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from denpex.catalog.loader import Catalog
 from denpex.collect.inputs import Chunk, Source, read_chunks
@@ -23,6 +27,16 @@ _SRUN_PREFIX = re.compile(r"^\s{0,4}(\d{1,5}): ", re.M)
 _MPI_PREFIX = re.compile(r"^\[(?:\d+,)?(\d+)\]<std", re.M)
 LOOKBACK_LINES = 64
 MAX_EVENTS_PER_SIGNATURE = 2000  # per source; beyond this a flood adds nothing to a diagnosis
+# Progress lines (every training step) are kept as the first few and a ring of the latest:
+# diagnosis needs where the run started, whether it went on after an error, and how far it got.
+PROGRESS_HEAD = 20
+PROGRESS_TAIL = 200
+
+
+@dataclass
+class _ProgressKeep:
+    head: int = 0
+    tail: deque[Event] = field(default_factory=lambda: deque(maxlen=PROGRESS_TAIL))
 
 
 @dataclass
@@ -47,6 +61,7 @@ class Scanner:
         res.file_rank = rank_from_name(src.display)
         srun = False
         per_sig: dict[str, int] = {}
+        progress: dict[str, _ProgressKeep] = {}
         first = True
         for chunk in read_chunks(src):
             if first:
@@ -56,7 +71,10 @@ class Scanner:
                 srun = looks_srun_labelled(sample.splitlines()[:200])
             res.lines += chunk.n_lines
             self._ranks(chunk.text, srun, res)
-            self._match(chunk, srun, res, per_sig)
+            self._match(chunk, srun, res, per_sig, progress)
+        for keep in progress.values():
+            res.events.extend(keep.tail)
+        res.events.sort(key=lambda e: e.line_no)
         if res.file_rank is not None:
             res.ranks.add(res.file_rank)
         for sig_id, n in per_sig.items():
@@ -74,25 +92,36 @@ class Scanner:
         if srun:
             res.ranks.update(int(r) for r in set(_SRUN_PREFIX.findall(text)))
 
-    def _match(self, chunk: Chunk, srun: bool, res: SourceResult, per_sig: dict[str, int]) -> None:
+    def _match(self, chunk: Chunk, srun: bool, res: SourceResult, per_sig: dict[str, int],
+               progress: dict[str, _ProgressKeep]) -> None:
         text = chunk.text
         sigs = self.catalog.signatures
         counted_to = 0
         line_no = chunk.first_line_no
+        memo = _StampMemo()
         for ls, le, idx in self.engine.scan(text):
             if ls > counted_to:
                 line_no += text.count("\n", counted_to, ls)
                 counted_to = ls
             sig = sigs[idx]
+            line = text[ls:le]
+            if sig.category == "progress":
+                keep = progress.setdefault(sig.id, _ProgressKeep())
+                ev = self._event(sig.id, sig.extract_fields(line), line, line_no, text, ls, srun, res, memo)
+                if keep.head < PROGRESS_HEAD:
+                    keep.head += 1
+                    res.events.append(ev)
+                else:
+                    keep.tail.append(ev)
+                continue
             n = per_sig.get(sig.id, 0) + 1
             per_sig[sig.id] = n
             if n > MAX_EVENTS_PER_SIGNATURE:
                 continue
-            line = text[ls:le]
-            res.events.append(self._event(sig.id, sig.extract_fields(line), line, line_no, text, ls, srun, res))
+            res.events.append(self._event(sig.id, sig.extract_fields(line), line, line_no, text, ls, srun, res, memo))
 
     def _event(self, sig_id: str, fields: dict[str, str], line: str, line_no: int, text: str, ls: int,
-               srun: bool, res: SourceResult) -> Event:
+               srun: bool, res: SourceResult, memo: _StampMemo) -> Event:
         src = res.source
         info = parse_line_info(line, srun)
         ev = Event(source=src.display, line_no=line_no, text=line, signature_id=sig_id, fields=fields,
@@ -101,8 +130,10 @@ class Scanner:
         if ev.rank is None:
             ev.rank = res.file_rank
         stamp = parse_stamp(line) or parse_stamp(line[len(line) - len(line.lstrip()):])
-        if stamp is None:
-            stamp = _stamp_before(text, ls)
+        if stamp is not None:
+            memo.remember(ls, line_no, stamp, line_no)
+        else:
+            stamp = memo.before(text, ls, line_no)
             ev.time_inherited = stamp is not None
         if stamp is not None:
             ev.time, ev.offset, ev.boot_seconds = stamp.time, stamp.offset, stamp.boot_seconds
@@ -136,17 +167,43 @@ def _gpu_section(text: str, pos: int, ev: Event) -> None:
         ev.uuid = u.group(1)
 
 
-def _stamp_before(text: str, pos: int) -> Stamp | None:
-    end = pos - 1
-    for _ in range(LOOKBACK_LINES):
-        if end <= 0:
-            return None
-        start = text.rfind("\n", 0, end) + 1
-        st = parse_stamp(text[start:end])
-        if st is not None and (st.time is not None or st.boot_seconds is not None):
-            return st
-        end = start - 1
-    return None
+class _StampMemo:
+    """The nearest stamped line before a matched line, looked up at most LOOKBACK_LINES back.
+
+    Matched lines arrive in order, so the walk back stops at the previous matched line, whose
+    answer is remembered: each line of a chunk is parsed for a stamp at most once.
+    """
+
+    def __init__(self) -> None:
+        self.pos = -1  # start offset of the last matched line
+        self.line_no = 0
+        self.stamp: Stamp | None = None
+        self.stamp_line = 0
+
+    def remember(self, pos: int, line_no: int, stamp: Stamp | None, stamp_line: int) -> None:
+        self.pos, self.line_no, self.stamp, self.stamp_line = pos, line_no, stamp, stamp_line
+
+    def before(self, text: str, pos: int, line_no: int) -> Stamp | None:
+        if pos == self.pos:
+            return self.stamp if self.stamp is not None and line_no - self.stamp_line <= LOOKBACK_LINES else None
+        end = pos - 1
+        cur = line_no - 1
+        found: Stamp | None = None
+        found_line = 0
+        while cur >= line_no - LOOKBACK_LINES and end > 0:
+            start = text.rfind("\n", 0, end) + 1
+            if start <= self.pos:
+                if self.stamp is not None and line_no - self.stamp_line <= LOOKBACK_LINES:
+                    found, found_line = self.stamp, self.stamp_line
+                break
+            st = parse_stamp(text[start:end])
+            if st is not None and (st.time is not None or st.boot_seconds is not None):
+                found, found_line = st, cur
+                break
+            end = start - 1
+            cur -= 1
+        self.remember(pos, line_no, found, found_line)
+        return found
 
 
 def fill_years(results: list[SourceResult]) -> None:
@@ -162,9 +219,67 @@ def fill_years(results: list[SourceResult]) -> None:
                     ev.time = ev.time.replace(year=year, day=28)
 
 
-def scan_all(catalog: Catalog, sources: list[Source], engine: Engine | None = None) -> list[SourceResult]:
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024  # below this a process pool costs more than it saves
+
+
+def default_jobs(sources: list[Source]) -> int:
+    """Worker processes: one per core (``DENPEX_JOBS`` overrides), only when there is enough to share."""
+    env = os.environ.get("DENPEX_JOBS")
+    if env and env.isdigit():
+        return max(1, int(env))
+    files = [s for s in sources if s.path is not None]
+    if len(files) < 2:
+        return 1
+    total = 0
+    for s in files:
+        with contextlib.suppress(OSError):
+            total += s.path.stat().st_size if s.path else 0
+    if total < PARALLEL_MIN_BYTES:
+        return 1
+    return max(1, min(len(files), os.cpu_count() or 1))
+
+
+_WORKER: Scanner | None = None
+
+
+def _init_worker(dirs: list[str], engine_name: str) -> None:
+    global _WORKER
+    from denpex.catalog.loader import load_catalog
+    from denpex.scan.engine import default_engine as make_engine
+
+    cat = load_catalog([Path(d) for d in dirs])
+    _WORKER = Scanner(cat, make_engine(cat.signatures, engine_name))
+
+
+def _scan_in_worker(src: Source) -> SourceResult:
+    assert _WORKER is not None
+    return _WORKER.scan_source(src)
+
+
+def scan_all(catalog: Catalog, sources: list[Source], engine: Engine | None = None,
+             jobs: int | None = None) -> list[SourceResult]:
+    """Scan every source; files spread over a process pool give the same results as one process."""
     scanner = Scanner(catalog, engine)
-    results = [scanner.scan_source(s) for s in sources]
+    jobs = default_jobs(sources) if jobs is None else jobs
+    if jobs <= 1:
+        results = [scanner.scan_source(s) for s in sources]
+    else:
+        from concurrent.futures import ProcessPoolExecutor
+
+        dirs = [str(d) for d in catalog.dirs]
+        pooled = [s for s in sources if s.path is not None]
+        by_index: dict[int, SourceResult] = {}
+        with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
+                                 initargs=(dirs, scanner.engine.name)) as pool:
+            for res in pool.map(_scan_in_worker, pooled, chunksize=max(1, len(pooled) // (jobs * 8))):
+                by_index[res.source.index] = res
+        for s in sources:
+            if s.path is None:
+                by_index[s.index] = scanner.scan_source(s)
+        results = [by_index[s.index] for s in sources]
+        for s, r in zip(sources, results, strict=True):
+            s.warnings[:] = r.source.warnings  # the worker filled its own copy
+            r.source = s
     fill_years(results)
     return results
 

@@ -1,0 +1,86 @@
+"""Hyperscan and the stdlib engine must give identical findings (differential test)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from denpex.catalog import Catalog
+from denpex.catalog.examples import example_files, parse_examples
+from denpex.catalog.loader import RULES_DIR
+from denpex.collect.inputs import expand_paths
+from denpex.diagnose import diagnose_paths
+from denpex.diagnose.incident import build_incident
+from denpex.evaluate.corpus import evidence_paths, find_cases
+from denpex.report.json_report import render_json
+from denpex.scan import hs_engine
+from denpex.scan.engine import ReEngine
+
+pytestmark = pytest.mark.skipif(not hs_engine.available(), reason="hyperscan extra not installed")
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def hs(catalog: Catalog) -> hs_engine.HyperscanEngine:
+    return hs_engine.HyperscanEngine(catalog.signatures)
+
+
+def test_every_catalog_pattern_compiles_in_hyperscan(hs: hs_engine.HyperscanEngine, catalog: Catalog) -> None:
+    assert not hs.fallback_sigs, [catalog.signatures[i].id for i in hs.fallback_sigs]
+
+
+def test_same_hits_on_every_example_line(hs: hs_engine.HyperscanEngine, catalog: Catalog) -> None:
+    lines = [ex.line for p in example_files(RULES_DIR) for ex in parse_examples(p)]
+    chunk = "\n".join(lines)
+    assert sorted(hs.scan(chunk)) == sorted(ReEngine(catalog.signatures).scan(chunk))
+
+
+def test_same_hits_with_non_ascii_text(hs: hs_engine.HyperscanEngine, catalog: Catalog) -> None:
+    chunk = ("Epoch 1: 100%|██████████| 10/10 [00:01<00:00]\n"
+             "[ 12.1] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
+             "日本語 RuntimeError: CUDA error: an illegal memory access was encountered")
+    assert sorted(hs.scan(chunk)) == sorted(ReEngine(catalog.signatures).scan(chunk))
+
+
+def test_same_incident_on_the_whole_corpus(hs: hs_engine.HyperscanEngine, catalog: Catalog) -> None:
+    re_engine = ReEngine(catalog.signatures)
+    for case in [REPO / "examples" / "demo-job", *find_cases(REPO / "tests" / "corpus")]:
+        args = evidence_paths(case) if (case / "case.toml").exists() else [str(case)]
+        docs = []
+        for engine in (hs, re_engine):
+            sources, _ = expand_paths(args)
+            doc = build_incident(diagnose_paths(catalog, sources, engine))
+            doc.pop("generated_at")
+            docs.append(render_json(doc))
+        assert docs[0] == docs[1], case
+
+
+def test_patterns_hyperscan_rejects_fall_back_to_the_stdlib_engine(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    from denpex.catalog.loader import load_catalog
+
+    site = tmp_path / "site"
+    (site / "site").mkdir(parents=True)
+    # a bounded repeat far beyond what Hyperscan accepts, still fine for Python's re
+    (site / "site" / "big.toml").write_text('''
+[[signature]]
+id = "site.huge_repeat"
+title = "x"
+patterns = ['hugerepeat:a{1,70000}b']
+owner = "user_code"
+category = "x"
+severity = "fatal"
+role = "root"
+explanation = "A test signature with a pattern Hyperscan cannot compile but re can."
+steps = [{ step = "none" }]
+references = ["https://example.org/x"]
+''')
+    monkeypatch.setenv("DENPEX_HOME", str(tmp_path / "home"))
+    cat = load_catalog([RULES_DIR, site])
+    sigs = [s for s in cat.signatures if s.id == "site.huge_repeat" or s.family == "launcher"]
+    eng = hs_engine.HyperscanEngine(sigs, cache=False)
+    idx = next(i for i, s in enumerate(sigs) if s.id == "site.huge_repeat")
+    if idx not in eng.fallback_sigs:
+        pytest.skip("this Hyperscan build accepts the pattern")
+    assert [h[2] for h in eng.scan("hugerepeat:aaab")] == [idx]
