@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 
-.PHONY: demo test lint typecheck unit catalog-test eval docs clean venv
+.PHONY: demo test lint typecheck unit catalog-test eval docs clean venv bench
 
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
@@ -35,6 +35,12 @@ unit:
 
 eval: venv
 	$(BIN)/python tools/eval_corpus.py tests/corpus
+
+# Benchmarks (not part of make test): scanning vs ripgrep/grep, and the run wrapper vs script.
+BENCH_SIZE ?= 1GiB
+bench: venv
+	$(BIN)/python tools/bench_scan.py --size $(BENCH_SIZE)
+	$(BIN)/python tools/bench_wrapper.py --mb 200 --repeat 3
 
 docs: venv
 	$(BIN)/python tools/gen_signature_docs.py

@@ -18,6 +18,7 @@ from denpex.diagnose import diagnose_paths
 from denpex.diagnose.incident import build_incident
 from denpex.evaluate.corpus import evidence_paths, find_cases
 from denpex.minimize.detectors import PROTECTED
+from denpex.scan.engine import Engine, default_engine
 from denpex.minimize.masker import Masker
 from denpex.minimize.stream import learn_stream, mask_stream, open_input
 from tests.minimize.conftest import KEY
@@ -26,14 +27,20 @@ CORPUS = Path(__file__).resolve().parents[1] / "corpus"
 CASES = find_cases(CORPUS)
 
 
-def _clear(catalog: Catalog, case: Path) -> dict[str, Any]:
+@pytest.fixture(scope="module")
+def engine(catalog: Catalog) -> Engine:
+    """One compiled engine for the module: compiling per diagnosis would dominate the run time."""
+    return default_engine(catalog.signatures)
+
+
+def _clear(catalog: Catalog, engine: Engine, case: Path) -> dict[str, Any]:
     sources, _ = expand_paths(evidence_paths(case))
     for s in sources:
         s.display = str(Path(s.display).relative_to(case))
-    return build_incident(diagnose_paths(catalog, sources))
+    return build_incident(diagnose_paths(catalog, sources, engine))
 
 
-def _masked(catalog: Catalog, case: Path, masker: Masker, tmp: Path) -> dict[str, Any]:
+def _masked(catalog: Catalog, engine: Engine, case: Path, masker: Masker, tmp: Path) -> dict[str, Any]:
     files = evidence_paths(case)
     for f in files:
         with open_input(f) as fin:
@@ -46,16 +53,16 @@ def _masked(catalog: Catalog, case: Path, masker: Masker, tmp: Path) -> dict[str
         with open_input(f) as fin, target.open("wb") as fout:
             mask_stream(fin, fout, masker)
         sources.append(Source(display=name, path=target, index=i))
-    return build_incident(diagnose_paths(catalog, sources))
+    return build_incident(diagnose_paths(catalog, sources, engine))
 
 
 @pytest.mark.parametrize("identity", [False, True], ids=["plain", "identity"])
 @pytest.mark.parametrize("case", CASES, ids=lambda p: p.name)
-def test_masked_evidence_gives_the_same_diagnosis(catalog: Catalog, case: Path, identity: bool,
+def test_masked_evidence_gives_the_same_diagnosis(catalog: Catalog, engine: Engine, case: Path, identity: bool,
                                                   tmp_path: Path) -> None:
-    clear = _clear(catalog, case)
+    clear = _clear(catalog, engine, case)
     masker = Masker(KEY, identity=identity)
-    masked = _masked(catalog, case, masker, tmp_path)
+    masked = _masked(catalog, engine, case, masker, tmp_path)
     assert masked["owner"] == clear["owner"]
     assert masked["initiating_rank"] == clear["initiating_rank"]
     assert masked["root_cause"]["signature_id"] == clear["root_cause"]["signature_id"]

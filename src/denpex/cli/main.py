@@ -7,20 +7,44 @@ Exit codes (all commands): 0 success / healthy, 1 a failure was diagnosed or a c
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 
 from denpex import __version__
-from denpex.cli import diagnose, egress, exporter, gpus, incidents, mask, metrics, rma, signatures
-from denpex.cli import run as run_cmd
 from denpex.minimize.local import enforce_local, local_requested
+
+# Command name -> module in denpex.cli. Only the chosen command's module is imported, so
+# `denpex run` starts the job without loading the diagnosis stack first.
+COMMANDS: tuple[tuple[str, str], ...] = (
+    ("diagnose", "diagnose"),
+    ("signatures", "signatures"),
+    ("run", "run"),
+    ("incidents", "incidents"),
+    ("gpus", "gpus"),
+    ("rma", "rma"),
+    ("metrics", "metrics"),
+    ("exporter", "exporter"),
+    ("mask", "mask"),
+    ("egress", "egress"),
+)
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _chosen(argv: Sequence[str]) -> str | None:
+    names = {name for name, _ in COMMANDS}
+    for tok in argv:
+        if tok in names:
+            return tok
+        if not tok.startswith("-"):
+            return None
+    return None
+
+
+def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="denpex",
         description="Tell why a GPU job died, who must act, and what to do next.",
@@ -31,21 +55,16 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--local", action="store_true",
                         help="open no network socket, enforced in-process (same as DENPEX_LOCAL=1)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    diagnose.register(sub)
-    signatures.register(sub)
-    run_cmd.register(sub)
-    incidents.register(sub)
-    gpus.register(sub)
-    rma.register(sub)
-    metrics.register(sub)
-    exporter.register(sub)
-    mask.register(sub)
-    egress.register(sub)
+    chosen = _chosen(list(argv)) if argv is not None else None
+    for name, module in COMMANDS:
+        if chosen is None or name == chosen:
+            importlib.import_module(f"denpex.cli.{module}").register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # argparse exits 2 on usage errors, 0 on --help

@@ -23,7 +23,7 @@ from typing import BinaryIO
 BLOCK = 4 * 1024 * 1024
 MAX_LINE = 1024 * 1024  # longer lines are cut to this many bytes for matching
 MAX_DECOMPRESSED = int(os.environ.get("DENPEX_MAX_DECOMPRESSED", str(8 * 1024**3)))
-SKIP_DIRS = {".git", "__pycache__", ".venv", "node_modules"}
+SKIP_DIRS = {".git", "__pycache__", ".venv", "node_modules", ".denpex"}
 _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 

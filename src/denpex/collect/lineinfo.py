@@ -90,27 +90,31 @@ def parse_line_info(line: str, srun_labels: bool = False) -> LineInfo:
     info = LineInfo()
     body, info.rank = strip_prefix_rank(line, srun_labels)
     head = body[:_HEAD]
-    m = _NCCL.search(head)
-    if m:
-        info.host, info.pid, info.gpu_index = m.group(1), int(m.group(2)), int(m.group(4))
-    if info.rank is None:
+    # Each regex runs only when a cheap substring test says it could match: this runs for
+    # every matched line, and most matched lines carry none of these.
+    if "NCCL" in head:
+        m = _NCCL.search(head)
+        if m:
+            info.host, info.pid, info.gpu_index = m.group(1), int(m.group(2)), int(m.group(4))
+    if info.rank is None and "Rank " in head:
         m = _C10D_RANK.search(head)
         if m:
             info.rank = int(m.group(1))
-    if info.host is None:
+    if info.host is None and body[:4].isdigit():
         m = _ISO_HOST.match(body)
         if m:
             info.host = m.group(1)
-    m = _PCI_XID.search(body)
+    m = _PCI_XID.search(body) if "(PCI:" in body else None
     if m:
         info.pci_bus_id = normalize_pci(m.group(1))
-    else:
+    elif head.count(":") >= 2:
         m = _PCI_FULL.search(head)
         if m:
             info.pci_bus_id = normalize_pci(f"{m.group(1)}:{m.group(2)}:{m.group(3)}.{m.group(4)}")
-    m = _GPU_UUID.search(body)
-    if m:
-        info.uuid = m.group(1)
+    if "GPU-" in body:
+        m = _GPU_UUID.search(body)
+        if m:
+            info.uuid = m.group(1)
     return info
 
 

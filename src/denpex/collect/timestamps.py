@@ -74,13 +74,13 @@ def parse_stamp(line: str) -> Stamp | None:
         m = _DMESG_BOOT.match(head)
         if m:
             return Stamp(boot_seconds=float(f"{m.group(1)}.{m.group(2)}"))
-    m = _SYSLOG.match(head)
-    if m and m.group(1).lower() in _MONTHS:
+    m = _SYSLOG.match(head) if head[:3].lower() in _MONTHS else None
+    if m:
         t = _safe(YEAR_UNKNOWN, _MONTHS[m.group(1).lower()], int(m.group(2)), int(m.group(3)), int(m.group(4)),
                   int(m.group(5)), _frac(m.group(6)))
         if t:
             return Stamp(time=t, host=m.group(7))
-    m = _ISO.search(head)
+    m = _ISO.search(head) if ("-" in head or "/" in head) else None
     if m:
         t = _safe(int(m.group(1)), int(m.group(2)), int(m.group(3)), int(m.group(4)), int(m.group(5)),
                   int(m.group(6)), _frac(m.group(7)))
@@ -95,7 +95,7 @@ def parse_stamp(line: str) -> Stamp | None:
                   int(m.group(5)), _frac(m.group(6)))
         if t:
             return Stamp(time=t, pid=int(m.group(7)))
-    m = _DATE_CMD.search(head)
+    m = _DATE_CMD.search(head) if _has_month(head) else None
     if m:
         mon = _MONTHS.get(m.group(1).lower())
         if mon:
@@ -103,6 +103,14 @@ def parse_stamp(line: str) -> Stamp | None:
             if t:
                 return Stamp(time=t)
     return None
+
+
+def _has_month(head: str) -> bool:
+    low = head.lower()
+    return any(mon in low for mon in _MONTH_WORDS)
+
+
+_MONTH_WORDS = tuple(f"{m} " for m in _MONTHS)
 
 
 def with_year(t: datetime, year: int) -> datetime:

@@ -88,7 +88,8 @@ def rank_from_single_node(findings: list[Finding], hosts: set[str]) -> RankVerdi
     return None
 
 
-def rank_from_cascade(findings: list[Finding], known_ranks: set[int]) -> RankVerdict | None:
+def rank_from_cascade(findings: list[Finding], known_ranks: set[int],
+                      world: int | None = None) -> RankVerdict | None:
     completed: dict[int, int] = {}
     ev_for: dict[int, Finding] = {}
     for f in findings:
@@ -114,7 +115,9 @@ def rank_from_cascade(findings: list[Finding], known_ranks: set[int]) -> RankVer
         if len(ranks) == 1:
             return RankVerdict(ranks[0], "the only rank that missed the monitored barrier", [hung[0]])
     timed_out = {f.rank for f in findings if f.sig.category in ("nccl_timeout",) and f.rank is not None}
-    if len(known_ranks) >= 2 and len(timed_out) >= 1:
+    # "The only rank that did not time out" holds only when every rank's output is present:
+    # a pasted excerpt that lost one rank's lines would otherwise name an innocent one.
+    if world is not None and len(known_ranks) == world >= 2 and len(timed_out) >= 1:
         silent = sorted(known_ranks - timed_out)
         if len(silent) == 1 and len(timed_out) == len(known_ranks) - 1:
             return RankVerdict(silent[0], f"rank {silent[0]} is the only rank that reported no timeout")

@@ -113,9 +113,11 @@ def _initiating_rank(root: Finding, findings: list[Finding], failures: list[Find
     if launcher is not None and launcher.rank is not None:
         return launcher
     if root.role != "root":
-        cascade = rank_from_cascade(findings, known)
+        cascade = rank_from_cascade(findings, known, _world_size(findings))
         if cascade is not None:
             return cascade
+    if root.role == "cascade":
+        return None  # the first rank to time out noticed the failure; it did not cause it
     if root.rank is not None:
         return RankVerdict(root.rank, "the earliest failing line names its rank", [root])
     hosts = {f.event.host for f in findings if f.event.host}
@@ -130,6 +132,12 @@ def _initiating_rank(root: Finding, findings: list[Finding], failures: list[Find
                 if secs is None or abs(secs) <= WINDOW_S:
                     return RankVerdict(f.rank, f"rank {f.rank} is the first rank with a failure", [f])
     return None
+
+
+def _world_size(findings: list[Finding]) -> int | None:
+    sizes = [int(f.event.fields["world_size"]) for f in findings
+             if f.event.fields.get("world_size", "").isdigit()]
+    return max(sizes) if sizes else None
 
 
 def _root_on_initiating_rank(diag: Diagnosis) -> Finding:
@@ -237,8 +245,9 @@ def _missing(diag: Diagnosis) -> list[str]:
     kinds = {r.kind for r in diag.results}
     if diag.owner == "unknown" or root.role != "root":
         out.extend(root.sig.missing)
-    if "kernel_log" not in kinds and (diag.owner in ("unknown", "gpu_hardware", "driver", "interconnect", "host")
-                                      or root.role != "root"):
+    asked_kernel = any("kernel log" in m.lower() or "dmesg" in m.lower() for m in out)
+    if "kernel_log" not in kinds and not asked_kernel and (
+            diag.owner in ("unknown", "gpu_hardware", "driver", "interconnect", "host") or root.role != "root"):
         out.append("kernel log (dmesg -T or journalctl -k) of the job's nodes from the time of the failure")
     world = diag.impact.get("world_size")
     if isinstance(world, int) and 1 < world <= 4096 and diag.known_ranks and len(diag.known_ranks) < world:

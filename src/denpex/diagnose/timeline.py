@@ -11,15 +11,15 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from denpex.collect.timestamps import YEAR_UNKNOWN
 from denpex.evidence import Event
 
 _FAR = datetime.max
 
 
 def absolute_time(ev: Event) -> datetime | None:
-    if ev.time is None or ev.time.year == YEAR_UNKNOWN:
-        return None
+    """The wall-clock time to order by. Stamps written without a year (syslog, glog) still
+    order correctly among themselves: when no evidence gave a year, all of them carry the
+    same placeholder year (``YEAR_UNKNOWN``), and when one did, every stamp got it."""
     return ev.time
 
 

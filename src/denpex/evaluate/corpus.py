@@ -28,6 +28,7 @@ class CaseResult:
     owner_score: float = 0.0
     root_hit: bool | None = None
     rank_ok: bool | None = None
+    spurious_rank: bool | None = None  # a rank named where the label says none is knowable
     healthy_fp: bool | None = None
     status_ok: bool = False
 
@@ -52,6 +53,10 @@ class Score:
         return self._mean([1.0 if c.rank_ok else 0.0 for c in self.cases if c.rank_ok is not None])
 
     @property
+    def spurious_rank_rate(self) -> float:
+        return self._mean([1.0 if c.spurious_rank else 0.0 for c in self.cases if c.spurious_rank is not None])
+
+    @property
     def healthy_fp_rate(self) -> float:
         return self._mean([1.0 if c.healthy_fp else 0.0 for c in self.cases if c.healthy_fp is not None])
 
@@ -60,6 +65,7 @@ class Score:
             "cases": len(self.cases),
             "failed_cases": sum(1 for c in self.cases if c.root_hit is not None),
             "rank_cases": sum(1 for c in self.cases if c.rank_ok is not None),
+            "no_rank_cases": sum(1 for c in self.cases if c.spurious_rank is not None),
             "healthy_cases": sum(1 for c in self.cases if c.healthy_fp is not None),
         }
 
@@ -93,6 +99,8 @@ def run_case(catalog: Catalog, case_dir: Path, corpus_root: Path) -> CaseResult:
         res.root_hit = bool(ev) and expect.get("root_line", "\0") in ev[0]["text"]
         if "initiating_rank" in expect:
             res.rank_ok = doc["initiating_rank"] == expect["initiating_rank"]
+        else:
+            res.spurious_rank = doc["initiating_rank"] is not None
     return res
 
 
@@ -111,6 +119,7 @@ def render_table(score: Score) -> str:
         f"| owner accuracy (alt owner = ½) | {score.owner_accuracy:.1%} | {n['cases']} cases |",
         f"| root line hit | {score.root_line_hit:.1%} | {n['failed_cases']} failed cases |",
         f"| initiating-rank accuracy | {score.rank_accuracy:.1%} | {n['rank_cases']} labelled cases |",
+        f"| rank named where none is knowable | {score.spurious_rank_rate:.1%} | {n['no_rank_cases']} cases |",
         f"| healthy false positives | {score.healthy_fp_rate:.1%} | {n['healthy_cases']} healthy cases |",
     ]
     return "\n".join(rows)
@@ -127,6 +136,8 @@ def render_misses(score: Score) -> str:
             problems.append("root line missed" + (f": got {got[0]['text'][:90]!r}" if got else ": no root"))
         if c.rank_ok is False:
             problems.append(f"rank {c.doc['initiating_rank']} (want {c.expect.get('initiating_rank')})")
+        if c.spurious_rank:
+            problems.append(f"rank {c.doc['initiating_rank']} named, label has none")
         if c.healthy_fp:
             problems.append(f"healthy case diagnosed as {c.doc['root_cause']['signature_id']}")
         if problems:

@@ -31,13 +31,13 @@ _CONTEXT: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("gpu_model", re.compile(r"\bGPU \d+: (?P<v>(?:NVIDIA|Tesla|Quadro|GeForce)[ -][\w -]{1,40}?)\s*(?:\(|$)")),
     ("gpu_model", re.compile(r"^\|\s+\d+\s+(?P<v>(?:NVIDIA|Tesla|Quadro|GeForce)[ -][\w-]+(?: [\w-]+){0,3}?)\s{2,}")),
     ("driver_version", re.compile(r"Driver Version\s*:\s*(?P<v>\d{2,4}\.\d{1,3}(?:\.\d{1,3})?)\b")),
-    ("driver_version", re.compile(r"NVRM: loaded .*Kernel Module\s+(?:for \S+\s+)?(?P<v>\d{2,4}\.\d{1,3}(?:\.\d{1,3})?)\b")),
+    ("driver_version", re.compile(r"NVRM: load(?:ed|ing) .*Kernel Module\s+(?:for \S+\s+)?(?P<v>\d{2,4}\.\d{1,3}(?:\.\d{1,3})?)\b")),
     ("cuda_version", re.compile(r"CUDA Version\s*:\s*(?P<v>\d{1,2}\.\d{1,2})\b")),
     ("cuda_version", re.compile(r"NCCL version \d+\.\d+\.\d+\+cuda(?P<v>\d{1,2}\.\d{1,2})\b")),
     ("nccl_version", re.compile(r"NCCL version (?P<v>\d{1,2}\.\d{1,3}\.\d{1,3})\b")),
 )
 CONTEXT_KEYS = ("gpu_model", "driver_version", "cuda_version", "nccl_version")
-_SAFE_STRING = re.compile(r"[A-Za-z0-9][A-Za-z0-9 ._:+/-]{0,79}")
+_SAFE_STRING = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+/-]{0,79}|(?:NVIDIA|Tesla|Quadro|GeForce)[ -][A-Za-z0-9 _-]{1,40}")
 
 
 @dataclass
@@ -119,7 +119,7 @@ def _signatures(diag: Diagnosis) -> list[dict[str, Any]]:
 
 def _timeline(diag: Diagnosis) -> list[dict[str, Any]]:
     root = diag.root
-    chosen = [f for f in diag.failures]
+    chosen = list(diag.failures)
     if root is not None and root not in chosen:
         chosen.append(root)
     order = {id(ev): i for i, ev in enumerate(ordered([f.event for f in chosen]))}
@@ -131,8 +131,13 @@ def _timeline(diag: Diagnosis) -> list[dict[str, Any]]:
         if f is not root and key in seen:
             continue
         seen.add(key)
-        out.append({"signature_id": f.sig.id, "rank": f.rank, "t_s": _offset(root, f),
-                    "role": "root" if f is root else f.role})
+        t = _offset(root, f)
+        role = f.role
+        if f is root:
+            role = "root"
+        elif role == "root":  # a root-capable failure that is not the root: before it or after it
+            role = "symptom" if t is not None and t < 0 else "cascade"
+        out.append({"signature_id": f.sig.id, "rank": f.rank, "t_s": t, "role": role})
     if len(out) > TIMELINE_MAX and root is not None:
         idx = next(i for i, e in enumerate(out) if e["role"] == "root")
         lo = max(0, min(idx - 5, len(out) - TIMELINE_MAX))
