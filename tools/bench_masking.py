@@ -243,8 +243,8 @@ def denpex_mask(text: str, identity: bool = True) -> tuple[str, float]:
 
 def detect_secrets_hits(path: Path) -> dict[int, list[str]]:
     """line -> secret values detect-secrets (default plugins and filters) reports there."""
-    from detect_secrets import SecretsCollection  # type: ignore[import-untyped]
-    from detect_secrets.settings import default_settings  # type: ignore[import-untyped]
+    from detect_secrets.core.secrets_collection import SecretsCollection
+    from detect_secrets.settings import default_settings
 
     secrets = SecretsCollection()
     with default_settings():

@@ -28,3 +28,18 @@ def test_subset_rejects_what_hyperscan_cannot_do(pattern: str) -> None:
 @given(st.text(max_size=40))
 def test_subset_check_never_raises(pattern: str) -> None:
     subset_violations(pattern)
+
+
+@pytest.mark.parametrize(("pattern", "expected"), [
+    (r"NVRM: Xid \(PCI:[0-9a-f:]+\): 79,", False),
+    (r"exitcode: -?\d+ \(pid", False),
+    (r"Watchdog caught .*timeout", False),
+    (r"foo\s+bar", True),
+    (r"host [^,]+,", True),
+    (r"a\Wb", True),
+    (r"[^\n]+x", False),
+])
+def test_can_match_newline(pattern: str, expected: bool) -> None:
+    from denpex.catalog.regex_subset import can_match_newline
+
+    assert can_match_newline(pattern) is expected

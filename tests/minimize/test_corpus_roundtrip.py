@@ -18,9 +18,9 @@ from denpex.diagnose import diagnose_paths
 from denpex.diagnose.incident import build_incident
 from denpex.evaluate.corpus import evidence_paths, find_cases
 from denpex.minimize.detectors import PROTECTED
-from denpex.scan.engine import Engine, default_engine
 from denpex.minimize.masker import Masker
 from denpex.minimize.stream import learn_stream, mask_stream, open_input
+from denpex.scan.engine import Engine, default_engine
 from tests.minimize.conftest import KEY
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus"

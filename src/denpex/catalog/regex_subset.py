@@ -113,3 +113,51 @@ def _required(seq: list[tuple[Any, Any]]) -> frozenset[str] | None:
     if not options:
         return None
     return max(options, key=_score)
+
+
+_NEWLINE_CATEGORIES = {sre_c.CATEGORY_SPACE, sre_c.CATEGORY_NOT_WORD, sre_c.CATEGORY_NOT_DIGIT,
+                       sre_c.CATEGORY_LINEBREAK, sre_c.CATEGORY_UNI_LINEBREAK}
+
+
+def can_match_newline(pattern: str) -> bool:
+    """Whether any part of ``pattern`` could consume a newline (``\\s``, ``[^x]``, ``\\W``, ...).
+
+    A pattern that cannot, matched by a multi-line scanner, matches within one line, exactly
+    as ``re`` does on that line; the fast engine then needs no per-line confirmation.
+    """
+    try:
+        return _consumes_newline(sre_parse.parse(pattern))
+    except re.error:
+        return True
+
+
+def _consumes_newline(seq: Any) -> bool:
+    for op, av in seq:
+        if op is sre_c.LITERAL and av == 10:
+            return True
+        if op is sre_c.NOT_LITERAL and av != 10:
+            return True
+        if op is sre_c.ANY:
+            continue  # '.' never matches a newline without DOTALL
+        if op is sre_c.IN:
+            if _set_has_newline(av):
+                return True
+        elif op is sre_c.SUBPATTERN:
+            if _consumes_newline(av[3]):
+                return True
+        elif op is sre_c.BRANCH:
+            if any(_consumes_newline(b) for b in av[1]):
+                return True
+        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT):
+            if _consumes_newline(av[2]):
+                return True
+        elif op is sre_c.ATOMIC_GROUP and _consumes_newline(av):
+            return True
+    return False
+
+
+def _set_has_newline(items: Any) -> bool:
+    negate = any(op is sre_c.NEGATE for op, _ in items)
+    hit = any((op is sre_c.LITERAL and av == 10) or (op is sre_c.RANGE and av[0] <= 10 <= av[1])
+              or (op is sre_c.CATEGORY and av in _NEWLINE_CATEGORIES) for op, av in items)
+    return hit != negate

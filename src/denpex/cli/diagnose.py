@@ -13,9 +13,9 @@ from denpex.collect.inputs import expand_paths
 from denpex.diagnose import diagnose_paths
 from denpex.diagnose.incident import build_incident
 from denpex.report.json_report import render_json, write_incident
-from denpex.scan.engine import default_engine
 from denpex.report.markdown import render_markdown
 from denpex.report.text import render_text
+from denpex.scan.engine import default_engine
 
 EXAMPLES = """examples:
   denpex diagnose slurm-123456.out                 # one job log

@@ -23,8 +23,8 @@ from denpex.diagnose import diagnose_paths
 from denpex.diagnose.incident import build_incident
 from denpex.diagnose.run import Diagnosis
 from denpex.minimize.masker import Masker
-from denpex.minimize.strict import Context, build_strict
 from denpex.minimize.stream import MaskInputError, learn_stream, mask_stream, open_input
+from denpex.minimize.strict import Context, build_strict
 from denpex.report.json_report import render_json
 
 MODES = ("masked", "strict")

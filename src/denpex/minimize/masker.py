@@ -73,8 +73,9 @@ class Masker:
     def spans(self, text: str) -> list[Span]:
         """Every value to replace, earlier detectors first, no two overlapping."""
         lower = text.lower()
-        taken: list[tuple[int, int]] = [m.span() for m in PLACEHOLDER.finditer(text)] if "<" in text or "host-" in text \
-            else []
+        taken: list[tuple[int, int]] = []
+        if "<" in text or "host-" in text:
+            taken = [m.span() for m in PLACEHOLDER.finditer(text)]
         protected: list[tuple[int, int]] | None = None
         out: list[Span] = []
         for det in self._detectors:

@@ -43,7 +43,7 @@ class StreamStats:
 def open_input(path: str) -> BinaryIO:
     """A file, or '-' for stdin; gzip and zstd are decompressed (masking must see the text)."""
     try:
-        raw: BinaryIO = sys.stdin.buffer if path == "-" else Path(path).open("rb")
+        raw: BinaryIO = sys.stdin.buffer if path == "-" else Path(path).open("rb")  # noqa: SIM115 (returned open)
     except OSError as exc:
         raise MaskInputError(f"{path}: {exc.strerror or exc}") from None
     head = raw.peek(4)[:4] if hasattr(raw, "peek") else b""

@@ -31,7 +31,8 @@ _CONTEXT: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("gpu_model", re.compile(r"\bGPU \d+: (?P<v>(?:NVIDIA|Tesla|Quadro|GeForce)[ -][\w -]{1,40}?)\s*(?:\(|$)")),
     ("gpu_model", re.compile(r"^\|\s+\d+\s+(?P<v>(?:NVIDIA|Tesla|Quadro|GeForce)[ -][\w-]+(?: [\w-]+){0,3}?)\s{2,}")),
     ("driver_version", re.compile(r"Driver Version\s*:\s*(?P<v>\d{2,4}\.\d{1,3}(?:\.\d{1,3})?)\b")),
-    ("driver_version", re.compile(r"NVRM: load(?:ed|ing) .*Kernel Module\s+(?:for \S+\s+)?(?P<v>\d{2,4}\.\d{1,3}(?:\.\d{1,3})?)\b")),
+    ("driver_version", re.compile(r"NVRM: load(?:ed|ing) .*Kernel Module\s+(?:for \S+\s+)?"
+                                  r"(?P<v>\d{2,4}\.\d{1,3}(?:\.\d{1,3})?)\b")),
     ("cuda_version", re.compile(r"CUDA Version\s*:\s*(?P<v>\d{1,2}\.\d{1,2})\b")),
     ("cuda_version", re.compile(r"NCCL version \d+\.\d+\.\d+\+cuda(?P<v>\d{1,2}\.\d{1,2})\b")),
     ("nccl_version", re.compile(r"NCCL version (?P<v>\d{1,2}\.\d{1,3}\.\d{1,3})\b")),

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from denpex.catalog.model import Signature
+from denpex.catalog.regex_subset import can_match_newline
 from denpex.scan.engine import Hit, ReEngine
 
 hyperscan: Any
@@ -45,6 +46,7 @@ class HyperscanEngine:
         exprs: list[bytes] = []
         flags: list[int] = []
         owners: list[int] = []
+        confirm: list[bool] = []
         for idx, sig in enumerate(self.signatures):
             f = hyperscan.HS_FLAG_MULTILINE
             if sig.case_insensitive:
@@ -53,7 +55,9 @@ class HyperscanEngine:
                 exprs.append(pat.encode())
                 flags.append(f)
                 owners.append(idx)
+                confirm.append(can_match_newline(pat))
         self._owner = owners
+        self._confirm = confirm
         self.fallback_sigs: set[int] = set()
         self.db = self._load_or_compile(exprs, flags, owners, cache)
         self._fallback = ReEngine([self.signatures[i] for i in sorted(self.fallback_sigs)])
@@ -109,28 +113,30 @@ class HyperscanEngine:
 
     def scan(self, chunk: str) -> Iterator[Hit]:
         data = chunk.encode("utf-8", "surrogateescape")
-        hits: set[tuple[int, int]] = set()
+        hits: dict[tuple[int, int], bool] = {}
         owner = self._owner
+        confirm = self._confirm
         skip = self.fallback_sigs
 
         def on_match(pid: int, start: int, end: int, flags: int, ctx: object) -> None:
             sig = owner[pid]
             if sig not in skip:
-                hits.add((end, sig))
+                key = (end, sig)
+                hits[key] = hits.get(key, True) and confirm[pid]
 
         self.db.scan(data, match_event_handler=on_match)
+        # (line start, signature) -> whether every hit on it still needs a look by ``re``
+        per_line: dict[tuple[int, int], bool] = {}
+        for (end, sig), need in hits.items():
+            pos = max(end - 1, 0)  # the match's last byte; a newline there ends the line before it
+            ls_b = data.rfind(b"\n", 0, pos) + 1 if data[pos:pos + 1] == b"\n" else data.rfind(b"\n", 0, pos + 1) + 1
+            key = (ls_b, sig)
+            per_line[key] = per_line.get(key, True) and need
         ascii_text = len(data) == len(chunk)
-        seen: set[tuple[int, int]] = set()
         results: list[Hit] = []
         sigs = self.signatures
         byte_at, char_at = 0, 0  # running byte -> character offset map, for non-ASCII chunks
-        for end, sig in sorted(hits):
-            # the line holding the match's last byte
-            pos = max(end - 1, 0)
-            ls_b = data.rfind(b"\n", 0, pos) + 1 if data[pos:pos + 1] == b"\n" else data.rfind(b"\n", 0, pos + 1) + 1
-            if (ls_b, sig) in seen:
-                continue
-            seen.add((ls_b, sig))
+        for (ls_b, sig), need in sorted(per_line.items()):
             le_b = data.find(b"\n", ls_b)
             if le_b < 0:
                 le_b = len(data)
@@ -141,7 +147,7 @@ class HyperscanEngine:
                 byte_at = ls_b
                 ls = char_at
                 le = ls + len(data[ls_b:le_b].decode("utf-8", "surrogateescape"))
-            if sigs[sig].matches(chunk[ls:le]):
+            if not need or sigs[sig].matches(chunk[ls:le]):
                 results.append((ls, le, sig))
         if self._fallback_ids:
             for ls, le, idx in self._fallback.scan(chunk):

@@ -35,8 +35,14 @@ PROGRESS_TAIL = 200
 
 @dataclass
 class _ProgressKeep:
+    """First PROGRESS_HEAD progress events in full, then a ring of the latest as raw lines.
+
+    Ring entries are turned into events only at the end of the source, with the time their
+    line carries or, failing that, the last stamp seen among matched lines before them.
+    """
+
     head: int = 0
-    tail: deque[Event] = field(default_factory=lambda: deque(maxlen=PROGRESS_TAIL))
+    tail: deque[tuple[str, str, int, Stamp | None]] = field(default_factory=lambda: deque(maxlen=PROGRESS_TAIL))
 
 
 @dataclass
@@ -73,7 +79,8 @@ class Scanner:
             self._ranks(chunk.text, srun, res)
             self._match(chunk, srun, res, per_sig, progress)
         for keep in progress.values():
-            res.events.extend(keep.tail)
+            for sig_id, line, line_no, stamp in keep.tail:
+                res.events.append(self._late_event(sig_id, line, line_no, stamp, srun, res))
         res.events.sort(key=lambda e: e.line_no)
         if res.file_rank is not None:
             res.ranks.add(res.file_rank)
@@ -107,18 +114,27 @@ class Scanner:
             line = text[ls:le]
             if sig.category == "progress":
                 keep = progress.setdefault(sig.id, _ProgressKeep())
-                ev = self._event(sig.id, sig.extract_fields(line), line, line_no, text, ls, srun, res, memo)
                 if keep.head < PROGRESS_HEAD:
                     keep.head += 1
-                    res.events.append(ev)
+                    res.events.append(self._event(sig.id, sig.extract_fields(line), line, line_no, text, ls, srun,
+                                                  res, memo))
                 else:
-                    keep.tail.append(ev)
+                    keep.tail.append((sig.id, line, line_no, memo.recent(line_no)))
                 continue
             n = per_sig.get(sig.id, 0) + 1
             per_sig[sig.id] = n
             if n > MAX_EVENTS_PER_SIGNATURE:
                 continue
             res.events.append(self._event(sig.id, sig.extract_fields(line), line, line_no, text, ls, srun, res, memo))
+
+    def _late_event(self, sig_id: str, line: str, line_no: int, carried: Stamp | None, srun: bool,
+                    res: SourceResult) -> Event:
+        sig = self.catalog.by_id[sig_id]
+        memo = _StampMemo()
+        if carried is not None:
+            memo.remember(-2, line_no, carried, line_no)
+        # With no chunk text left, the memo answers for the line above from what it carried.
+        return self._event(sig_id, sig.extract_fields(line), line, line_no, "", -2, srun, res, memo)
 
     def _event(self, sig_id: str, fields: dict[str, str], line: str, line_no: int, text: str, ls: int,
                srun: bool, res: SourceResult, memo: _StampMemo) -> Event:
@@ -179,6 +195,12 @@ class _StampMemo:
         self.line_no = 0
         self.stamp: Stamp | None = None
         self.stamp_line = 0
+
+    def recent(self, line_no: int) -> Stamp | None:
+        """The last stamp seen, if it is close enough above ``line_no`` to be inherited."""
+        if self.stamp is not None and line_no - self.stamp_line <= LOOKBACK_LINES:
+            return self.stamp
+        return None
 
     def remember(self, pos: int, line_no: int, stamp: Stamp | None, stamp_line: int) -> None:
         self.pos, self.line_no, self.stamp, self.stamp_line = pos, line_no, stamp, stamp_line
