@@ -41,6 +41,7 @@ BENCH_SIZE ?= 1GiB
 bench: venv
 	$(BIN)/python tools/bench_scan.py --size $(BENCH_SIZE)
 	$(BIN)/python tools/bench_wrapper.py --mb 200 --repeat 3
+	$(BIN)/python tools/bench_masking.py
 
 docs: venv
 	$(BIN)/python tools/gen_signature_docs.py

@@ -165,11 +165,26 @@ def default_engine(signatures: Sequence[Signature], name: str | None = None) -> 
     choice = name or os.environ.get("DENPEX_ENGINE", "auto")
     if choice not in ENGINES:
         raise ValueError(f"unknown engine {choice!r}; choose one of {', '.join(ENGINES)}")
+    key = (choice, hash(tuple((s.id, s.case_insensitive, s.patterns) for s in signatures)))
+    cached = _ENGINES.get(key)
+    if cached is not None:
+        return cached
+    engine: Engine
     if choice in ("auto", "hyperscan"):
         from denpex.scan import hs_engine
 
         if hs_engine.available():
-            return hs_engine.HyperscanEngine(signatures)
-        if choice == "hyperscan":
+            engine = hs_engine.HyperscanEngine(signatures)
+        elif choice == "hyperscan":
             raise ValueError("the hyperscan engine needs the 'fast' extra: pip install 'denpex[fast]'")
-    return ReEngine(signatures)
+        else:
+            engine = ReEngine(signatures)
+    else:
+        engine = ReEngine(signatures)
+    _ENGINES[key] = engine
+    return engine
+
+
+# Engines are immutable once built; a process that diagnoses many times (tests, a service)
+# builds each one once.
+_ENGINES: dict[tuple[str, int], Engine] = {}
