@@ -89,3 +89,37 @@ def test_signatures_commands() -> None:
     assert r.returncode == 0 and len(json.loads(r.stdout)) > 10
     r = denpex("signatures", "export", "--format", "rg")
     assert r.returncode == 0 and r.stdout.count(b"\n") > 10
+
+
+def test_empty_file_is_not_called_healthy(tmp_path: Path) -> None:
+    p = tmp_path / "empty.log"
+    p.write_text("")
+    r = denpex("diagnose", str(p), "--format", "json")
+    assert r.returncode == 2 and b"no readable evidence" in r.stderr
+
+
+def test_a_50_mb_line_is_cut_with_a_warning_and_the_rest_diagnosed(tmp_path: Path) -> None:
+    p = tmp_path / "huge.log"
+    with p.open("wb") as fh:
+        fh.write(b"x" * (50 * 1024 * 1024) + b"\n")
+        fh.write(b"[ 12.5] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n")
+    r = denpex("diagnose", str(p), "--format", "json")
+    assert r.returncode == 1 and b"Traceback" not in r.stderr
+    assert b"cut to that length" in r.stderr
+    assert json.loads(r.stdout)["root_cause"]["signature_id"] == "xid.79"
+
+
+def test_stored_incident_has_secrets_masked(tmp_path: Path) -> None:
+    p = tmp_path / "train.log"
+    p.write_text("RuntimeError: CUDA error: an illegal memory access was encountered "
+                 "token=hf_abcdefghijklmnopqrstuvwxyzABCDEFGH\n")
+    import os
+
+    env = dict(os.environ, DENPEX_HOME=str(tmp_path / "home"))
+    r = subprocess.run([sys.executable, "-m", "denpex", "diagnose", str(p), "--format", "json",
+                        "--out", str(tmp_path / "inc")], capture_output=True, env=env, timeout=120)
+    assert r.returncode == 1
+    stored = next((tmp_path / "inc").glob("*.json")).read_text()
+    assert "hf_abcdefghijklmnopqrstuvwxyz" not in stored
+    assert "<secret:huggingface_token:" in stored
+    assert json.loads(stored)["id"] == json.loads(r.stdout)["id"]

@@ -62,9 +62,8 @@ def run(args: argparse.Namespace) -> int:
     for r in diag.results:
         for w in r.source.warnings:
             print(f"denpex: warning: {r.source.display}: {w}", file=sys.stderr)
-    readable = [r for r in diag.results if r.lines > 0]
-    if not readable and (errors or all(r.source.warnings for r in diag.results)):
-        print("denpex: no readable evidence", file=sys.stderr)
+    if not any(r.lines > 0 for r in diag.results):
+        print("denpex: no readable evidence: every input was empty, unreadable or not text", file=sys.stderr)
         return 2
     doc = build_incident(diag)
     fmt = args.format or ("text" if sys.stdout.isatty() else "json")
