@@ -16,6 +16,7 @@ from denpex.report.json_report import render_json, write_incident
 from denpex.report.markdown import render_markdown
 from denpex.report.text import render_text
 from denpex.scan.engine import default_engine
+from denpex.scan.progress import Progress, total_size
 
 EXAMPLES = """examples:
   denpex diagnose slurm-123456.out                 # one job log
@@ -58,7 +59,11 @@ def run(args: argparse.Namespace) -> int:
     except (ValueError, RuntimeError) as exc:
         print(f"denpex: {exc}", file=sys.stderr)
         return 2
-    diag = diagnose_paths(catalog, sources, engine)
+    progress = Progress(len(sources), total_size([s.path for s in sources if s.path is not None]))
+    try:
+        diag = diagnose_paths(catalog, sources, engine, progress)
+    finally:
+        progress.close()
     for r in diag.results:
         for w in r.source.warnings:
             print(f"denpex: warning: {r.source.display}: {w}", file=sys.stderr)

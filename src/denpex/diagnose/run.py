@@ -25,6 +25,7 @@ from denpex.diagnose.ranks import (
 from denpex.diagnose.root import WINDOW_S, RootChoice, choose_root
 from denpex.diagnose.timeline import ordered, seconds_between
 from denpex.scan.engine import Engine
+from denpex.scan.progress import Progress
 from denpex.scan.scanner import SourceResult, scan_all
 
 MANY_GPUS = 3
@@ -58,8 +59,9 @@ class Diagnosis:
         return self.root is None
 
 
-def diagnose_paths(catalog: Catalog, sources: list[Source], engine: Engine | None = None) -> Diagnosis:
-    return diagnose_results(catalog, scan_all(catalog, sources, engine))
+def diagnose_paths(catalog: Catalog, sources: list[Source], engine: Engine | None = None,
+                   progress: Progress | None = None) -> Diagnosis:
+    return diagnose_results(catalog, scan_all(catalog, sources, engine, progress=progress))
 
 
 def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis:

@@ -21,6 +21,7 @@ from denpex.collect.lineinfo import looks_srun_labelled, normalize_pci, parse_li
 from denpex.collect.timestamps import YEAR_UNKNOWN, Stamp, parse_stamp
 from denpex.evidence import Event
 from denpex.scan.engine import Engine, default_engine
+from denpex.scan.progress import Progress
 
 _RANK_PREFIX = re.compile(r"^(?:[\d\-:T.,/ ]{8,32} |\[\d+\] )?(?:\[default\d+\]:)?\[(rank|default)(\d+)\]:", re.M)
 _SRUN_PREFIX = re.compile(r"^\s{0,4}(\d{1,5}): ", re.M)
@@ -58,9 +59,10 @@ class SourceResult:
 
 
 class Scanner:
-    def __init__(self, catalog: Catalog, engine: Engine | None = None) -> None:
+    def __init__(self, catalog: Catalog, engine: Engine | None = None, progress: Progress | None = None) -> None:
         self.catalog = catalog
         self.engine = engine or default_engine(catalog.signatures)
+        self.progress = progress
 
     def scan_source(self, src: Source) -> SourceResult:
         res = SourceResult(source=src)
@@ -76,6 +78,8 @@ class Scanner:
                 res.kind = detect_kind(src.display, sample)
                 srun = looks_srun_labelled(sample.splitlines()[:200])
             res.lines += chunk.n_lines
+            if self.progress is not None:
+                self.progress.add_bytes(len(chunk.text))
             self._ranks(chunk.text, srun, res)
             self._match(chunk, srun, res, per_sig, progress)
         for keep in progress.values():
@@ -279,12 +283,16 @@ def _scan_in_worker(src: Source) -> SourceResult:
 
 
 def scan_all(catalog: Catalog, sources: list[Source], engine: Engine | None = None,
-             jobs: int | None = None) -> list[SourceResult]:
+             jobs: int | None = None, progress: Progress | None = None) -> list[SourceResult]:
     """Scan every source; files spread over a process pool give the same results as one process."""
-    scanner = Scanner(catalog, engine)
+    scanner = Scanner(catalog, engine, progress)
     jobs = default_jobs(sources) if jobs is None else jobs
     if jobs <= 1:
-        results = [scanner.scan_source(s) for s in sources]
+        results = []
+        for s in sources:
+            results.append(scanner.scan_source(s))
+            if progress is not None:
+                progress.file_done()
     else:
         from concurrent.futures import ProcessPoolExecutor
 
@@ -295,6 +303,9 @@ def scan_all(catalog: Catalog, sources: list[Source], engine: Engine | None = No
                                  initargs=(dirs, scanner.engine.name)) as pool:
             for res in pool.map(_scan_in_worker, pooled, chunksize=max(1, len(pooled) // (jobs * 8))):
                 by_index[res.source.index] = res
+                if progress is not None:
+                    progress.add_bytes(res.source.bytes_read)
+                    progress.file_done()
         for s in sources:
             if s.path is None:
                 by_index[s.index] = scanner.scan_source(s)
