@@ -106,11 +106,10 @@ def parse_stamp(line: str) -> Stamp | None:
 
 
 def _has_month(head: str) -> bool:
-    low = head.lower()
-    return any(mon in low for mon in _MONTH_WORDS)
+    return _MONTH_WORD.search(head) is not None
 
 
-_MONTH_WORDS = tuple(f"{m} " for m in _MONTHS)
+_MONTH_WORD = re.compile(r"(?i:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec) ")
 
 
 def with_year(t: datetime, year: int) -> datetime:

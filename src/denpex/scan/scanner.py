@@ -30,8 +30,8 @@ LOOKBACK_LINES = 64
 MAX_EVENTS_PER_SIGNATURE = 2000  # per source; beyond this a flood adds nothing to a diagnosis
 # Progress lines (every training step) are kept as the first few and a ring of the latest:
 # diagnosis needs where the run started, whether it went on after an error, and how far it got.
-PROGRESS_HEAD = 20
-PROGRESS_TAIL = 200
+PROGRESS_HEAD = 5
+PROGRESS_TAIL = 50
 
 
 @dataclass
