@@ -89,3 +89,24 @@ def test_error_followed_by_progress_is_recovered(catalog: Catalog, tmp_path: Pat
     ]) + "\n"
     doc = diagnose_files(catalog, tmp_path, {"run.log": text})
     assert doc["status"] == "healthy"
+
+
+def test_a_later_failure_on_another_node_does_not_take_over_the_root(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {
+        "nodeA.log": "2026-11-29T14:01:00 nodeA python[123]: torch.OutOfMemoryError: CUDA out of memory. "
+                     "Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.06 GiB is free.\n",
+        "nodeB.log": "2026-11-29T14:03:00 nodeB kernel: Out of memory: Killed process 4242 (python3) total-vm:81234kB, "
+                     "anon-rss:40123kB, file-rss:0kB, shmem-rss:0kB, UID:1000 pgtables:812kB oom_score_adj:0\n",
+    })
+    assert doc["root_cause"]["signature_id"] == "torch.cuda_oom"
+    assert any(s["signature_id"].startswith("kernel.") for s in doc["secondary"])
+
+
+def test_node_evidence_right_after_the_first_failure_is_the_root(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {
+        "train.log": "2026-11-29T14:01:02 node7 python[123]: RuntimeError: CUDA error: unspecified launch failure\n",
+        "kern.log": "2026-11-29T14:01:01 node7 kernel: NVRM: Xid (PCI:0000:3b:00): 79, pid='<unknown>', "
+                    "name=<unknown>, GPU has fallen off the bus.\n",
+    })
+    assert doc["root_cause"]["signature_id"] == "xid.79"
+    assert doc["owner"] == "gpu_hardware"

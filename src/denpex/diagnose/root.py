@@ -19,6 +19,7 @@ from denpex.diagnose.findings import Finding
 from denpex.diagnose.timeline import absolute_time, ordered, seconds_between
 
 WINDOW_S = 300.0
+OTHER_HOST_WINDOW_S = 60.0  # a later failure on another node must be this close to count as the cause
 NODE_BOOST = 15
 NODE_FAMILIES = ("xid", "sxid", "driver", "ecc", "kernel", "dcgm")
 
@@ -52,7 +53,11 @@ def choose_root(failures: list[Finding]) -> RootChoice:
     window: list[Finding] = []
     for c in roots:
         t = absolute_time(c.event)
-        if t0 is None or t is None or (t - t0).total_seconds() <= WINDOW_S:
+        if t0 is None or t is None:
+            window.append(c)
+            continue
+        other_host = bool(c.event.host and first.event.host and c.event.host != first.event.host)
+        if (t - t0).total_seconds() <= (OTHER_HOST_WINDOW_S if other_host else WINDOW_S):
             window.append(c)
     app = [c for c in window if c.sig.family not in NODE_FAMILIES]
     for c in window:
