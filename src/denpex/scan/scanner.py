@@ -30,6 +30,7 @@ LOOKBACK_LINES = 64
 MAX_EVENTS_PER_SIGNATURE = 2000  # per source; beyond this a flood adds nothing to a diagnosis
 # Progress lines (every training step) are kept as the first few and a ring of the latest:
 # diagnosis needs where the run started, whether it went on after an error, and how far it got.
+_CONTEXT_PREFIX = 24  # a context line without fields is told apart by its launcher prefix (rank)
 PROGRESS_HEAD = 5
 PROGRESS_TAIL = 50
 
@@ -56,6 +57,7 @@ class SourceResult:
     file_rank: int | None = None
     years: set[int] = field(default_factory=set)
     dropped: dict[str, int] = field(default_factory=dict)
+    seen_context: set[tuple[str, str, tuple[tuple[str, str], ...]]] = field(default_factory=set, repr=False)
 
 
 class Scanner:
@@ -125,11 +127,19 @@ class Scanner:
                 else:
                     keep.tail.append((sig.id, line, line_no, memo.recent(line_no)))
                 continue
+            fields = sig.extract_fields(line)
+            if sig.role == "context":
+                # Facts repeat (every communicator prints its rank map, every retry the same
+                # recovery line): the first line with given fields says all the later ones do.
+                key = (sig.id, line[:_CONTEXT_PREFIX] if not fields else "", tuple(sorted(fields.items())))
+                if key in res.seen_context:
+                    continue
+                res.seen_context.add(key)
             n = per_sig.get(sig.id, 0) + 1
             per_sig[sig.id] = n
             if n > MAX_EVENTS_PER_SIGNATURE:
                 continue
-            res.events.append(self._event(sig.id, sig.extract_fields(line), line, line_no, text, ls, srun, res, memo))
+            res.events.append(self._event(sig.id, fields, line, line_no, text, ls, srun, res, memo))
 
     def _late_event(self, sig_id: str, line: str, line_no: int, carried: Stamp | None, srun: bool,
                     res: SourceResult) -> Event:
