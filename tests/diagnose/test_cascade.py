@@ -110,3 +110,17 @@ def test_node_evidence_right_after_the_first_failure_is_the_root(catalog: Catalo
     })
     assert doc["root_cause"]["signature_id"] == "xid.79"
     assert doc["owner"] == "gpu_hardware"
+
+
+def test_buffered_progress_after_a_crash_is_not_recovery(catalog: Catalog, tmp_path: Path) -> None:
+    """stdout flushed at exit puts earlier progress after the traceback; the launcher's exit wins."""
+    text = "\n".join([
+        "Step 10/100 | loss 2.1",
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 79.15 GiB of which 1.06 GiB is free.",
+        "Step 11/100 | loss 2.0",
+        "Step 12/100 | loss 2.0",
+        "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: 1) local_rank: 0 (pid: 4242) of binary: /usr/bin/python3",
+    ]) + "\n"
+    doc = diagnose_files(catalog, tmp_path, {"run.log": text})
+    assert doc["status"] == "failed"
+    assert doc["root_cause"]["signature_id"] == "torch.cuda_oom"

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from denpex.catalog.model import Signature
 from denpex.evidence import Event
 
-PROGRESS_FIELDS = ("step", "checkpoint", "completed")
+PROGRESS_FIELDS = ("step", "epoch", "checkpoint", "completed")
 
 
 @dataclass
@@ -87,19 +87,35 @@ def _inherit_record_ranks(findings: list[Finding]) -> None:
             last[src] = f
 
 
+RECOVERY_PROGRESS = 2  # progress lines needed after an error before it counts as recovered
+
+
 def mark_recovered(findings: list[Finding]) -> list[Finding]:
-    """Mark ``error`` findings that progress followed; return the ones marked."""
+    """Mark ``error`` findings that progress followed; return the ones marked.
+
+    Conservative on purpose: stdout is block-buffered when piped, so progress printed before a
+    crash can land after its traceback when the process exits. An error counts as recovered
+    only when at least RECOVERY_PROGRESS progress lines of the same rank follow it in the same
+    file and no fatal failure follows it there.
+    """
     progress: dict[int, list[tuple[int, int | None]]] = {}
+    last_fatal: dict[int, int] = {}
     for f in findings:
+        src = f.event.source_index
         if f.role == "context" and any(k in f.event.fields for k in PROGRESS_FIELDS):
-            progress.setdefault(f.event.source_index, []).append((f.event.line_no, f.rank))
+            progress.setdefault(src, []).append((f.event.line_no, f.rank))
+        elif f.sig.is_failure and f.sig.severity == "fatal":
+            last_fatal[src] = max(last_fatal.get(src, 0), f.event.line_no)
     marked = []
     for f in findings:
         if f.sig.severity != "error" or not f.sig.is_failure:
             continue
-        for line_no, rank in progress.get(f.event.source_index, []):
-            if line_no > f.event.line_no and rank == f.rank:
-                f.recovered = True
-                marked.append(f)
-                break
+        src = f.event.source_index
+        if last_fatal.get(src, 0) > f.event.line_no:
+            continue
+        after = sum(1 for line_no, rank in progress.get(src, [])
+                    if line_no > f.event.line_no and rank == f.rank)
+        if after >= RECOVERY_PROGRESS:
+            f.recovered = True
+            marked.append(f)
     return marked
