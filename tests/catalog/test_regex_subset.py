@@ -43,3 +43,30 @@ def test_can_match_newline(pattern: str, expected: bool) -> None:
     from denpex.catalog.regex_subset import can_match_newline
 
     assert can_match_newline(pattern) is expected
+
+
+@pytest.mark.parametrize(("pattern", "trimmed"), [
+    (r"exitcode: -?\d+", r"exitcode: -?\d"),
+    (r"foo \S+", r"foo \S"),
+    (r"a [^,]*", "a "),
+    (r"x\d{2,5}", r"x\d{2}"),
+    (r"abc\+", r"abc\+"),
+    (r"foo (?:a|b)+", r"foo (?:a|b)+"),
+    (r"a\s*$", r"a\s*$"),
+    (r"\d*", r"\d*"),
+])
+def test_trim_trailing_repeats(pattern: str, trimmed: str) -> None:
+    from denpex.catalog.regex_subset import trim_trailing_repeats
+
+    assert trim_trailing_repeats(pattern) == trimmed
+
+
+@given(st.text(alphabet="ab \n,:0123456789", max_size=40))
+def test_trimmed_catalog_patterns_match_the_same_lines(text: str) -> None:
+    import re
+
+    from denpex.catalog.regex_subset import trim_trailing_repeats
+
+    for pat in (r"a: -?\d+", r"a \S+", r"b [^,]*", r"a\d{2,5}", r"ab*", r"a.?b?"):
+        for line in text.split("\n"):
+            assert bool(re.search(pat, line)) == bool(re.search(trim_trailing_repeats(pat), line))

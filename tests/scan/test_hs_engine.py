@@ -84,3 +84,28 @@ references = ["https://example.org/x"]
     if idx not in eng.fallback_sigs:
         pytest.skip("this Hyperscan build accepts the pattern")
     assert [h[2] for h in eng.scan("hugerepeat:aaab")] == [idx]
+
+
+def test_dot_matches_one_non_ascii_character_in_both_engines(tmp_path: Path) -> None:
+    from denpex.catalog.loader import load_catalog
+
+    site = tmp_path / "site"
+    (site / "site").mkdir(parents=True)
+    (site / "site" / "dot.toml").write_text('''
+[[signature]]
+id = "site.dot"
+title = "x"
+patterns = ['weird marker a.b end']
+owner = "user_code"
+category = "x"
+severity = "fatal"
+role = "root"
+explanation = "A test signature whose dot must match one character, whatever its UTF-8 length."
+steps = [{ step = "none" }]
+references = ["https://example.org/x"]
+''')
+    cat = load_catalog([site])
+    chunk = "weird marker aéb end\nweird marker a€b end\nweird marker ab end"
+    hs = hs_engine.HyperscanEngine(cat.signatures, cache=False)
+    assert sorted(hs.scan(chunk)) == sorted(ReEngine(cat.signatures).scan(chunk))
+    assert len(list(hs.scan(chunk))) == 2

@@ -161,3 +161,41 @@ def _set_has_newline(items: Any) -> bool:
     hit = any((op is sre_c.LITERAL and av == 10) or (op is sre_c.RANGE and av[0] <= 10 <= av[1])
               or (op is sre_c.CATEGORY and av in _NEWLINE_CATEGORIES) for op, av in items)
     return hit != negate
+
+
+# A simple atom and its quantifier at the very end of a pattern: \d+  [^,]*  .?  \S{2,}
+_TAIL = re.compile(r"(\\[dDsSwW]|\[(?:\\.|[^\]\\])*\]|\.|\\[^dDsSwWbBAZz0-9]|[^\\\[\]()|.*+?{}^$])"
+                   r"(\+|\*|\?|\{(\d+)(?:,\d*)?\})$")
+
+
+def trim_trailing_repeats(pattern: str) -> str:
+    """The same set of matching lines, with fewer match ends to report.
+
+    A pattern that is not anchored at its end matches a line exactly when the pattern with its
+    trailing repeats cut to their minimum does (``X+`` -> ``X``, ``X*``/``X?`` -> nothing,
+    ``X{m,n}`` -> ``X{m}``). Hyperscan reports every position where a match can end, so
+    ``error: \\S+`` would report once per character; trimmed it reports once.
+    """
+    while True:
+        m = _TAIL.search(pattern)
+        if m is None or _escaped(pattern, m.start(2)):
+            return pattern
+        atom, quant, low = m.group(1), m.group(2), m.group(3)
+        if quant == "+":
+            pattern = pattern[: m.start()] + atom
+            return pattern  # the atom itself now ends the pattern; stop (it is required)
+        if quant in ("*", "?") or (low is not None and int(low) == 0):
+            pattern = pattern[: m.start()]
+            if not pattern or pattern.endswith(("|", "(")):
+                return pattern + atom + quant if not pattern else m.string
+            continue
+        return pattern[: m.start()] + atom + "{" + str(low) + "}"
+
+
+def _escaped(pattern: str, pos: int) -> bool:
+    n = 0
+    i = pos - 1
+    while i >= 0 and pattern[i] == "\\":
+        n += 1
+        i -= 1
+    return n % 2 == 1

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from denpex.catalog.model import Signature
-from denpex.catalog.regex_subset import can_match_newline
+from denpex.catalog.regex_subset import can_match_newline, trim_trailing_repeats
 from denpex.scan.engine import Hit, ReEngine
 
 hyperscan: Any
@@ -48,11 +48,11 @@ class HyperscanEngine:
         owners: list[int] = []
         confirm: list[bool] = []
         for idx, sig in enumerate(self.signatures):
-            f = hyperscan.HS_FLAG_MULTILINE
+            f = hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_UTF8  # "." is one code point, as in re
             if sig.case_insensitive:
                 f |= hyperscan.HS_FLAG_CASELESS
             for pat in sig.patterns:
-                exprs.append(pat.encode())
+                exprs.append(trim_trailing_repeats(pat).encode())
                 flags.append(f)
                 owners.append(idx)
                 confirm.append(can_match_newline(pat))
