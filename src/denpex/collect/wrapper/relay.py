@@ -19,7 +19,7 @@ from denpex.collect.wrapper.capture import Capture
 from denpex.collect.wrapper.spawn import Child
 
 READ_SIZE = 1024 * 1024
-PTY_BATCH = 128 * 1024       # written out once this much is gathered from a PTY
+PTY_BATCH = 4096            # one PTY read's worth: writing as it comes keeps child and terminal busy at once
 TAIL_KEEP = 16 * 1024          # recent output kept in memory for a hang notice
 DRAIN_QUIET = 0.05             # after the child exits: stop when nothing came for this long
 DRAIN_MAX = 2.0                # ... or after this long (a daemon that inherited stdout and keeps writing)
