@@ -32,8 +32,11 @@ def available() -> bool:
 
 
 def _cache_dir() -> Path:
-    base = os.environ.get("DENPEX_HOME") or os.path.join(os.path.expanduser("~"), ".denpex")
-    return Path(base) / "cache"
+    """Compiled databases are a cache, not state: $DENPEX_CACHE, else the XDG cache folder."""
+    if os.environ.get("DENPEX_CACHE"):
+        return Path(os.environ["DENPEX_CACHE"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "denpex"
 
 
 class HyperscanEngine:
