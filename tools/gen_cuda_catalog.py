@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from generated import write_or_check  # tools/generated.py
+
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_REFERENCE = ROOT.parent / "shared" / "reference"
 DEFAULT_NOTES = Path(__file__).resolve().parent / "cuda_notes.toml"
@@ -319,14 +321,8 @@ def main(argv: list[str] | None = None) -> int:
     outputs = {args.out / "cuda.toml": render_toml(sigs, source),
                args.out / "cuda.examples.log": render_examples(examples, source)}
     if args.check:
-        stale = [str(p) for p, text in outputs.items() if not p.is_file() or p.read_text() != text]
-        if stale:
-            print("out of date: " + ", ".join(stale), file=sys.stderr)
-            return 1
-        return 0
-    args.out.mkdir(parents=True, exist_ok=True)
-    for path, text in outputs.items():
-        path.write_text(text, encoding="utf-8")
+        return write_or_check(outputs, check=True)
+    write_or_check(outputs, check=False)
     print(f"wrote {len(sigs)} signatures to {args.out}")
     return 0
 

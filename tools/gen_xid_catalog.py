@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from generated import write_or_check  # tools/generated.py
+
 REPO = Path(__file__).resolve().parent.parent
 OUT_DIR = REPO / "src" / "denpex" / "catalog" / "rules" / "xid"
 NOTES = Path(__file__).resolve().parent / "xid_notes.toml"
@@ -487,13 +489,8 @@ def main(argv: list[str] | None = None) -> int:
     tomllib.loads(toml_text)  # the output must parse
     outputs = {OUT_DIR / "xid.toml": toml_text, OUT_DIR / "xid.examples.log": render_examples(sigs)}
     if args.check:
-        stale = [p for p, t in outputs.items() if not p.exists() or p.read_text(encoding="utf-8") != t]
-        for p in stale:
-            print(f"out of date: {p.relative_to(REPO)}", file=sys.stderr)
-        return 1 if stale else 0
-    OUT_DIR.mkdir(parents=True, exist_ok=True)
-    for p, t in outputs.items():
-        p.write_text(t, encoding="utf-8")
+        return write_or_check(outputs, check=True)
+    write_or_check(outputs, check=False)
     print(f"wrote {len(sigs)} signatures for {len(rows)} Xid codes to {OUT_DIR.relative_to(REPO)}")
     return 0
 

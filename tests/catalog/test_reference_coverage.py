@@ -263,6 +263,9 @@ CASES: dict[str, Callable[[], Iterator[Case]]] = {
 # that needs a specific value, a multi-line tool output); these are the real shapes.
 _VERB_FAIL = NCCL_WARN + "Call to ibv_create_qp failed with error Cannot allocate memory"
 OVERRIDES: dict[tuple[str, str], tuple[str, ...]] = {
+    # a real operation name: Close/Stop/Abort at teardown are harmless, the others are failures
+    ("nccl.tsv", "WARN: [Proxy Service %d] Failed to execute operation %s from rank %d, retcode %d"):
+        (NCCL_WARN + "[Proxy Service 3] Failed to execute operation Connect from rank 3, retcode 3",),
     ("nccl.tsv", "WARN: Call to <name> failed : %s"): (_VERB_FAIL,),
     ("nccl.tsv", "WARN: Call to <name> failed with error %s"): (_VERB_FAIL,),
     ("nccl.tsv", "WARN: Call to <name> failed"): (NCCL_WARN + "Call to ibv_create_qp failed",),

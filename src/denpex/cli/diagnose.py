@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from denpex.catalog import CatalogError, load_catalog
+from denpex.cli.common import catalog_or_report
 from denpex.collect.inputs import expand_paths
 from denpex.diagnose import diagnose_paths
 from denpex.diagnose.incident import build_incident
@@ -43,10 +43,8 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        catalog = load_catalog()
-    except CatalogError as exc:
-        print(f"denpex: catalog error: {exc}", file=sys.stderr)
+    catalog = catalog_or_report()
+    if catalog is None:
         return 2
     sources, errors = expand_paths(args.paths)
     for err in errors:

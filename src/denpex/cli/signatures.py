@@ -7,8 +7,9 @@ import json
 import sys
 from typing import Any
 
-from denpex.catalog import CatalogError, Signature, load_catalog
+from denpex.catalog import Signature
 from denpex.catalog.selftest import run_selftest
+from denpex.cli.common import catalog_or_report
 
 EXAMPLES = """examples:
   denpex signatures list --family xid
@@ -50,10 +51,8 @@ def sig_to_dict(sig: Signature) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        catalog = load_catalog()
-    except CatalogError as exc:
-        print(f"denpex: catalog error: {exc}", file=sys.stderr)
+    catalog = catalog_or_report()
+    if catalog is None:
         return 2
     if args.action == "list":
         sigs = [s for s in catalog.signatures
