@@ -125,9 +125,17 @@ def _timeline(diag: Diagnosis) -> list[dict[str, Any]]:
     root = diag.root
     chosen: list[tuple[Finding, str]] = []
     seen: set[tuple[str, int | None, str | None]] = set()
+    lines_seen: set[tuple[int, int]] = set()
+    if root is not None:
+        lines_seen.add((root.event.source_index, root.event.line_no))
     for f in diag.findings:
         if not f.is_failure and f is not root:
             continue
+        where = (f.event.source_index, f.event.line_no)
+        if f is not root:
+            if where in lines_seen:
+                continue  # one row per line, even when several signatures read it
+            lines_seen.add(where)
         key = (f.sig.id, f.rank, f.event.host)
         if f is not root and key in seen:
             continue

@@ -229,10 +229,15 @@ def _secondary(diag: Diagnosis) -> list[list[Finding]]:
             continue
         secs = seconds_between(root.event, f.event)
         root_rank = root.rank if root.rank is not None else (diag.rank.rank if diag.rank else None)
-        same_place = (f.rank is not None and f.rank == root_rank) or (
-            f.event.host is not None and f.event.host == root.event.host)
+        local = f.event.fields.get("local_rank")
+        one_host = len({x.event.host for x in diag.findings if x.event.host}) <= 1
+        same_place = ((f.rank is not None and f.rank == root_rank)
+                      or (f.event.host is not None and f.event.host == root.event.host)
+                      or (one_host and local is not None and local.isdigit() and int(local) == root_rank))
         if secs is not None and 0 <= secs <= WINDOW_S and same_place:
             continue  # a consequence on the same rank or host
+        if same_place and f.sig.role == "root" and f.sig.priority < root.sig.priority and f.sig.owner == "unknown":
+            continue  # a vaguer report of the same process's death (launcher exit codes)
         if secs is None and f.event.source_index == root.event.source_index and f.event.line_no > root.event.line_no:
             continue  # later in the same file, untimed: likely the same failure unwinding
         groups.setdefault(f.sig.id, []).append(f)
