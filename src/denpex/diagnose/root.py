@@ -50,6 +50,12 @@ def choose_root(failures: list[Finding]) -> RootChoice:
         return RootChoice(pick, "only cascade or symptom lines: the most telling, earliest one stands in")
     first = _earliest(roots)
     t0 = absolute_time(first.event)
+    if all(c.sig.family in NODE_FAMILIES for c in roots):
+        # Node evidence alone (a kernel log, nvidia-smi -q) spans days of unrelated events:
+        # what an operator needs first is the most severe one, not the oldest.
+        best = max(c.priority for c in roots)
+        pick = _earliest([c for c in roots if c.priority == best])
+        return RootChoice(pick, "node evidence only: the most severe finding, then the earliest")
     window: list[Finding] = []
     for c in roots:
         t = absolute_time(c.event)
