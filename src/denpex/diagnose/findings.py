@@ -10,6 +10,7 @@ Filters (each recorded as a fired rule when it changes something):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from denpex.catalog.model import Signature
@@ -49,11 +50,18 @@ def rank_of(ev: Event) -> int | None:
 RECORD_SPAN = 3  # lines of a multi-line record (torchelastic's failure list) that share one rank
 
 
+# A Python traceback quotes source lines ("    raise AssertionError('Torch not compiled ...')"):
+# code that could raise the message is not the message. The exception line follows it.
+_TRACEBACK_CODE = re.compile(r"^(?:\S*\]:\s?|\d+: )*\s{2,}(?:raise|assert)\s")
+
+
 def build_findings(events: list[Event], sigs: dict[str, Signature]) -> list[Finding]:
     out = []
     for ev in events:
         sig = sigs.get(ev.signature_id or "")
         if sig is None:
+            continue
+        if sig.is_failure and _TRACEBACK_CODE.match(ev.text):
             continue
         out.append(Finding(ev, sig, sig.priority, rank=rank_of(ev)))
     _inherit_record_ranks(out)

@@ -104,7 +104,8 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
 def _initiating_rank(root: Finding, findings: list[Finding], failures: list[Finding],
                      known: set[int]) -> RankVerdict | None:
     multi = len(known) > 1 or any(f.rank not in (None, 0) for f in failures)
-    if root.rank is not None and (root.role == "root" or not multi):
+    # A timeout's own rank is the one that waited, never the one that failed.
+    if root.rank is not None and (root.role == "root" or (not multi and root.role != "cascade")):
         return RankVerdict(root.rank, "the root line names its rank", [root])
     gmap = gpu_rank_map(findings)
     r = rank_for_gpu(root, gmap)
