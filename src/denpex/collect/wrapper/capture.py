@@ -14,11 +14,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 MIN_SEGMENT = 64 * 1024
+BUFFER = 256 * 1024   # output gathered in memory before one write to the capture
+BUFFER_AGE = 0.2      # ... or for at most this long (seconds), so a killed wrapper loses little
 COPY_BLOCK = 1024 * 1024
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
 
@@ -50,6 +53,8 @@ class Capture:
         self._segments: list[tuple[Path, int]] = []  # (path, bytes) oldest first
         self._dropped_segments = 0
         self._head_last = b"\n"
+        self._buf = bytearray()
+        self._buf_since = 0.0
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._head_fd = os.open(path, _FLAGS, 0o644)
@@ -60,11 +65,39 @@ class Capture:
     def active(self) -> bool:
         return self.failed is None
 
+    @property
+    def pending(self) -> bool:
+        return bool(self._buf)
+
     def write(self, data: bytes | memoryview) -> None:
-        """Keep ``data``; never raises."""
+        """Keep ``data`` (buffered: one disk write per BUFFER bytes); never raises.
+
+        The first output is written at once, so an unwritable capture is reported at the start
+        of the job rather than minutes later.
+        """
+        first = self.total == 0
         self.total += len(data)
         if self.failed is not None:
             return
+        if not self._buf:
+            self._buf_since = time.monotonic()
+        self._buf += data
+        if first or len(self._buf) >= BUFFER:
+            self.flush()
+
+    def flush_if_stale(self, now: float) -> None:
+        if self._buf and now - self._buf_since >= BUFFER_AGE:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._buf or self.failed is not None:
+            self._buf.clear()
+            return
+        data = bytes(self._buf)
+        self._buf.clear()
+        self._store(data)
+
+    def _store(self, data: bytes | memoryview) -> None:
         try:
             if self.head_left > 0:
                 part = data[: self.head_left]
@@ -114,6 +147,7 @@ class Capture:
 
     def close(self) -> CaptureStats:
         """Join head, marker and tail into the capture file; on failure leave the pieces as they are."""
+        self.flush()
         if self._seg_fd >= 0:
             with contextlib.suppress(OSError):
                 os.close(self._seg_fd)

@@ -103,7 +103,12 @@ class Relay:
             if maybe_exited and proc.poll() is not None:
                 self._drain()
                 return int(proc.returncode)
-            timeout = tick(time.monotonic())
+            now = time.monotonic()
+            if self.capture is not None:
+                self.capture.flush_if_stale(now)
+            timeout = tick(now)
+            if self.capture is not None and self.capture.pending:
+                timeout = 0.2 if timeout is None else min(timeout, 0.2)
 
     def _pump(self, src: _Source, ev: int) -> None:
         if ev & select.POLLOUT and src.fd == self.child.master:
