@@ -52,7 +52,7 @@ RECORD_SPAN = 3  # lines of a multi-line record (torchelastic's failure list) th
 
 # A Python traceback quotes source lines ("    raise AssertionError('Torch not compiled ...')"):
 # code that could raise the message is not the message. The exception line follows it.
-_TRACEBACK_CODE = re.compile(r"^(?:\S*\]:\s?|\d+: )*\s{2,}(?:raise|assert)\s")
+_TRACEBACK_CODE = re.compile(r"(?:^|\s{2})\s*(?:raise [\w.]+(?:\(|$)|assert )")
 
 
 def build_findings(events: list[Event], sigs: dict[str, Signature]) -> list[Finding]:
@@ -61,7 +61,7 @@ def build_findings(events: list[Event], sigs: dict[str, Signature]) -> list[Find
         sig = sigs.get(ev.signature_id or "")
         if sig is None:
             continue
-        if sig.is_failure and _TRACEBACK_CODE.match(ev.text):
+        if sig.is_failure and _TRACEBACK_CODE.search(ev.text):
             continue
         out.append(Finding(ev, sig, sig.priority, rank=rank_of(ev)))
     _inherit_record_ranks(out)
