@@ -18,3 +18,24 @@ def diagnose_files(catalog: Catalog, tmp: Path, files: dict[str, str]) -> dict[s
         p.write_text(text)
     sources, _ = expand_paths([str(tmp)])
     return build_incident(diagnose_paths(catalog, sources))
+
+
+def site_catalog(root: Path, sig_id: str, pattern: str, explanation: str) -> Path:
+    """A DENPEX_CATALOG_PATH-style folder holding one test signature; returns the folder."""
+    family = sig_id.split(".")[0]
+    folder = root / "site"
+    (folder / family).mkdir(parents=True, exist_ok=True)
+    (folder / family / f"{sig_id.split('.')[1]}.toml").write_text(f"""
+[[signature]]
+id = "{sig_id}"
+title = "x"
+patterns = ['{pattern}']
+owner = "user_code"
+category = "x"
+severity = "fatal"
+role = "root"
+explanation = "{explanation}"
+steps = [{{ step = "none" }}]
+references = ["https://example.org/x"]
+""")
+    return folder

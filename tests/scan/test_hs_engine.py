@@ -16,6 +16,7 @@ from denpex.evaluate.corpus import evidence_paths, find_cases
 from denpex.report.json_report import render_json
 from denpex.scan import hs_engine
 from denpex.scan.engine import ReEngine
+from tests.helpers import site_catalog
 
 pytestmark = pytest.mark.skipif(not hs_engine.available(), reason="hyperscan extra not installed")
 REPO = Path(__file__).resolve().parents[2]
@@ -60,22 +61,9 @@ def test_patterns_hyperscan_rejects_fall_back_to_the_stdlib_engine(tmp_path: Pat
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     from denpex.catalog.loader import load_catalog
 
-    site = tmp_path / "site"
-    (site / "site").mkdir(parents=True)
     # a bounded repeat far beyond what Hyperscan accepts, still fine for Python's re
-    (site / "site" / "big.toml").write_text('''
-[[signature]]
-id = "site.huge_repeat"
-title = "x"
-patterns = ['hugerepeat:a{1,70000}b']
-owner = "user_code"
-category = "x"
-severity = "fatal"
-role = "root"
-explanation = "A test signature with a pattern Hyperscan cannot compile but re can."
-steps = [{ step = "none" }]
-references = ["https://example.org/x"]
-''')
+    site = site_catalog(tmp_path, "site.huge_repeat", "hugerepeat:a{1,70000}b",
+                        "A test signature with a pattern Hyperscan cannot compile but re can.")
     monkeypatch.setenv("DENPEX_HOME", str(tmp_path / "home"))
     cat = load_catalog([RULES_DIR, site])
     sigs = [s for s in cat.signatures if s.id == "site.huge_repeat" or s.family == "launcher"]
@@ -89,21 +77,8 @@ references = ["https://example.org/x"]
 def test_dot_matches_one_non_ascii_character_in_both_engines(tmp_path: Path) -> None:
     from denpex.catalog.loader import load_catalog
 
-    site = tmp_path / "site"
-    (site / "site").mkdir(parents=True)
-    (site / "site" / "dot.toml").write_text('''
-[[signature]]
-id = "site.dot"
-title = "x"
-patterns = ['weird marker a.b end']
-owner = "user_code"
-category = "x"
-severity = "fatal"
-role = "root"
-explanation = "A test signature whose dot must match one character, whatever its UTF-8 length."
-steps = [{ step = "none" }]
-references = ["https://example.org/x"]
-''')
+    site = site_catalog(tmp_path, "site.dot", "weird marker a.b end",
+                        "A test signature whose dot must match one character, whatever its UTF-8 length.")
     cat = load_catalog([site])
     chunk = "weird marker aéb end\nweird marker a€b end\nweird marker ab end"
     hs = hs_engine.HyperscanEngine(cat.signatures, cache=False)
