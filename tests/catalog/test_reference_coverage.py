@@ -26,7 +26,7 @@ import pytest
 
 from denpex.catalog import Catalog
 from denpex.catalog.model import Signature
-from denpex.scan.engine import ReEngine
+from denpex.scan.engine import ReEngine, match_line
 
 REPO = Path(__file__).resolve().parents[2]
 REFERENCE = REPO.parent / "shared" / "reference"
@@ -363,7 +363,7 @@ def engine(catalog: Catalog) -> ReEngine:
 
 
 def matches(engine: ReEngine, line: str) -> list[Signature]:
-    return [engine.signatures[idx] for _, _, idx in engine.scan(line)]
+    return [engine.signatures[idx] for idx in match_line(engine, line)]
 
 
 def problem(engine: ReEngine, case: Case) -> str | None:

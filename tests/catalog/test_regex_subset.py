@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from denpex.catalog.regex_subset import required_literals, subset_violations
+from denpex.catalog.regex_subset import needs_utf8, required_literals, subset_violations
 
 CASES = [
     ("xid", r"NVRM: Xid \(PCI:[0-9a-f:]+\): 79,", {"nvrm: xid (pci:"}),
@@ -70,3 +70,11 @@ def test_trimmed_catalog_patterns_match_the_same_lines(text: str) -> None:
     for pat in (r"a: -?\d+", r"a \S+", r"b [^,]*", r"a\d{2,5}", r"ab*", r"a.?b?"):
         for line in text.split("\n"):
             assert bool(re.search(pat, line)) == bool(re.search(trim_trailing_repeats(pat), line))
+
+
+@pytest.mark.parametrize(("pattern", "wide"), [
+    ("a.*b", False), (r"\S+ failed", False), ("[^,]+:", False), ("[a-z]+", False), (r"\d{2,5}", False),
+    ("a.b", True), ("(?:a.)+", True), (r"x\S", True), ("é", True), (".{0,3}x", True), (r"\S{3,}", True),
+])
+def test_needs_utf8_only_for_single_or_bounded_wide_atoms(pattern: str, wide: bool) -> None:
+    assert needs_utf8(pattern) is wide

@@ -15,11 +15,15 @@ from denpex.diagnose.incident import build_incident
 from denpex.evaluate.corpus import evidence_paths, find_cases
 from denpex.report.json_report import render_json
 from denpex.scan import hs_engine
-from denpex.scan.engine import ReEngine
+from denpex.scan.engine import ReEngine, all_hits
 from tests.helpers import site_catalog
 
 pytestmark = pytest.mark.skipif(not hs_engine.available(), reason="hyperscan extra not installed")
 REPO = Path(__file__).resolve().parents[2]
+
+
+def hits(engine: object, chunk: str) -> list[tuple[int, int, int]]:
+    return all_hits(engine, (chunk + "\n").encode("utf-8"))  # type: ignore[arg-type]
 
 
 @pytest.fixture(scope="module")
@@ -34,14 +38,14 @@ def test_every_catalog_pattern_compiles_in_hyperscan(hs: hs_engine.HyperscanEngi
 def test_same_hits_on_every_example_line(hs: hs_engine.HyperscanEngine, catalog: Catalog) -> None:
     lines = [ex.line for p in example_files(RULES_DIR) for ex in parse_examples(p)]
     chunk = "\n".join(lines)
-    assert sorted(hs.scan(chunk)) == sorted(ReEngine(catalog.signatures).scan(chunk))
+    assert hits(hs, chunk) == hits(ReEngine(catalog.signatures), chunk)
 
 
 def test_same_hits_with_non_ascii_text(hs: hs_engine.HyperscanEngine, catalog: Catalog) -> None:
     chunk = ("Epoch 1: 100%|██████████| 10/10 [00:01<00:00]\n"
              "[ 12.1] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
              "日本語 RuntimeError: CUDA error: an illegal memory access was encountered")
-    assert sorted(hs.scan(chunk)) == sorted(ReEngine(catalog.signatures).scan(chunk))
+    assert hits(hs, chunk) == hits(ReEngine(catalog.signatures), chunk)
 
 
 def test_same_incident_on_the_whole_corpus(hs: hs_engine.HyperscanEngine, catalog: Catalog) -> None:
@@ -71,7 +75,7 @@ def test_patterns_hyperscan_rejects_fall_back_to_the_stdlib_engine(tmp_path: Pat
     idx = next(i for i, s in enumerate(sigs) if s.id == "site.huge_repeat")
     if idx not in eng.fallback_sigs:
         pytest.skip("this Hyperscan build accepts the pattern")
-    assert [h[2] for h in eng.scan("hugerepeat:aaab")] == [idx]
+    assert [h[2] for h in hits(eng, "hugerepeat:aaab")] == [idx]
 
 
 def test_dot_matches_one_non_ascii_character_in_both_engines(tmp_path: Path) -> None:
@@ -82,5 +86,19 @@ def test_dot_matches_one_non_ascii_character_in_both_engines(tmp_path: Path) -> 
     cat = load_catalog([site])
     chunk = "weird marker aéb end\nweird marker a€b end\nweird marker ab end"
     hs = hs_engine.HyperscanEngine(cat.signatures, cache=False)
-    assert sorted(hs.scan(chunk)) == sorted(ReEngine(cat.signatures).scan(chunk))
-    assert len(list(hs.scan(chunk))) == 2
+    assert hits(hs, chunk) == hits(ReEngine(cat.signatures), chunk)
+    assert len(hits(hs, chunk)) == 2
+
+
+def test_cached_databases_of_different_catalogs_never_collide(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    # Regression: cache names once lost everything after the library version's first dot.
+    from denpex.catalog.loader import load_catalog
+
+    monkeypatch.setenv("DENPEX_CACHE", str(tmp_path / "cache"))
+    one = load_catalog([site_catalog(tmp_path / "a", "site.one", "marker one", "First test signature.")])
+    two = load_catalog([site_catalog(tmp_path / "b", "site.two", "marker two", "Second test signature.")])
+    hs_engine.HyperscanEngine(one.signatures)
+    eng = hs_engine.HyperscanEngine(two.signatures)
+    assert hits(eng, "marker two") == [(0, 10, 0)]
+    assert hits(eng, "marker one") == []

@@ -10,13 +10,16 @@ rules produced it.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from denpex import __version__
+from denpex.cache import cache_dir, write_atomic
 from denpex.catalog.model import RMA_LEVELS, ROLES, SEVERITIES, STATUSES, WHO, Signature, Step
 from denpex.catalog.regex_subset import subset_violations
 from denpex.owners import OWNERS
@@ -66,44 +69,100 @@ def catalog_dirs() -> list[Path]:
     return dirs
 
 
-def load_catalog(dirs: list[Path] | None = None) -> Catalog:
+def load_catalog(dirs: list[Path] | None = None, use_cache: bool = True) -> Catalog:
+    """The validated catalog; a copy validated before is reused while its files are unchanged.
+
+    Parsing and validating ~900 signatures costs about half a second, more than scanning a
+    large log takes, so the validated form is cached keyed by the sha256 of every file.
+    """
     dirs = catalog_dirs() if dirs is None else dirs
     digest = hashlib.sha256()
-    by_id: dict[str, Signature] = {}
-    redirects: dict[str, str] = {}
-    files: list[Path] = []
+    listing: list[tuple[Path, Path, bytes]] = []
     for root in dirs:
         if not root.is_dir():
             raise CatalogError(f"catalog folder not found: {root}")
         for path in sorted(root.rglob("*.toml")):
             rel = path.relative_to(root).as_posix()
-            data = _read_toml(path)
-            digest.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
-            files.append(path)
-            if path.name == REDIRECTS_FILE:
-                redirects.update(_parse_redirects(path, data))
-                continue
-            family = path.relative_to(root).parts[0] if len(path.relative_to(root).parts) > 1 else path.stem
-            local: set[str] = set()
-            for raw in data.get("signature", []):
-                sig = _build(raw, family, path)
-                if sig.id in local:
-                    raise CatalogError(f"{path}: duplicate signature id {sig.id}")
-                local.add(sig.id)
-                if sig.id in by_id and root == dirs[0]:
-                    raise CatalogError(f"{path}: signature id {sig.id} already defined in "
-                                       f"{by_id[sig.id].source_file}")
-                by_id[sig.id] = sig
-    sigs = tuple(sorted(by_id.values(), key=lambda s: s.id))
-    return Catalog(signatures=sigs, sha256=digest.hexdigest(), files=tuple(files), redirects=redirects,
-                   dirs=tuple(dirs))
+            try:
+                raw = path.read_bytes()
+            except OSError as exc:
+                raise CatalogError(f"{path}: {exc.strerror or exc}") from exc
+            digest.update(rel.encode() + b"\0" + raw + b"\0")
+            listing.append((root, path, raw))
+    sha = digest.hexdigest()
+    files = tuple(p for _, p, _ in listing)
+    # Signatures record the file they came from, so the same files elsewhere are another entry.
+    where = hashlib.sha256("\0".join([sha, *map(str, dirs)]).encode()).hexdigest()
+    cache_path = cache_dir() / f"catalog-{__version__}-{_CACHE_FORMAT}-{where[:32]}.json"
+    if use_cache:
+        cached = _read_cache(cache_path, sha)
+        if cached is not None:
+            sigs, redirects = cached
+            return Catalog(signatures=sigs, sha256=sha, files=files, redirects=redirects, dirs=tuple(dirs))
+    sigs, redirects = _validate(dirs, listing)
+    if use_cache:
+        write_atomic(cache_path, _dump_cache(sha, sigs, redirects))
+    return Catalog(signatures=sigs, sha256=sha, files=files, redirects=redirects, dirs=tuple(dirs))
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+_CACHE_FORMAT = 1
+
+
+def _dump_cache(sha: str, sigs: tuple[Signature, ...], redirects: dict[str, str]) -> bytes:
+    rows = []
+    for sig in sigs:
+        row = {f.name: getattr(sig, f.name) for f in fields(Signature)}
+        row["steps"] = [asdict(st) for st in sig.steps]
+        rows.append(row)
+    return json.dumps({"sha256": sha, "signatures": rows, "redirects": redirects}).encode()
+
+
+def _read_cache(path: Path, sha: str) -> tuple[tuple[Signature, ...], dict[str, str]] | None:
     try:
-        with path.open("rb") as fh:
-            return tomllib.load(fh)
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+        doc = json.loads(path.read_bytes())
+        if doc.get("sha256") != sha:
+            return None
+        sigs = []
+        for row in doc["signatures"]:
+            row["steps"] = tuple(Step(**st) for st in row["steps"])
+            for key in _TUPLE_FIELDS:
+                row[key] = tuple(row[key])
+            sigs.append(Signature(**row))
+        return tuple(sigs), {str(k): str(v) for k, v in doc["redirects"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None  # unreadable or from another layout: validate afresh
+
+
+_TUPLE_FIELDS = ("patterns", "references", "extract", "clear_when", "missing")
+
+
+def _validate(dirs: list[Path], listing: list[tuple[Path, Path, bytes]]) -> tuple[tuple[Signature, ...],
+                                                                                  dict[str, str]]:
+    by_id: dict[str, Signature] = {}
+    redirects: dict[str, str] = {}
+    for root, path, raw in listing:
+        data = _parse_toml(path, raw)
+        if path.name == REDIRECTS_FILE:
+            redirects.update(_parse_redirects(path, data))
+            continue
+        family = path.relative_to(root).parts[0] if len(path.relative_to(root).parts) > 1 else path.stem
+        local: set[str] = set()
+        for entry in data.get("signature", []):
+            sig = _build(entry, family, path)
+            if sig.id in local:
+                raise CatalogError(f"{path}: duplicate signature id {sig.id}")
+            local.add(sig.id)
+            if sig.id in by_id and root == dirs[0]:
+                raise CatalogError(f"{path}: signature id {sig.id} already defined in "
+                                   f"{by_id[sig.id].source_file}")
+            by_id[sig.id] = sig
+    return tuple(sorted(by_id.values(), key=lambda s: s.id)), redirects
+
+
+def _parse_toml(path: Path, raw: bytes) -> dict[str, Any]:
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise CatalogError(f"{path}: {exc}") from exc
 
 
@@ -147,8 +206,6 @@ def _build(raw: dict[str, Any], family: str, path: Path) -> Signature:
     patterns = _str_list(path, sid, raw, "patterns")
     if not patterns:
         raise _fail(path, sid, "needs at least one pattern")
-    # ASCII semantics for \w, \d, \s, \b and case folding: the same as Hyperscan's, so both
-    # engines find the same lines; log text that matters is ASCII anyway.
     flags = re.ASCII | (re.IGNORECASE if raw.get("case_insensitive", False) else 0)
     compiled = []
     for pat in patterns:
@@ -175,7 +232,7 @@ def _build(raw: dict[str, Any], family: str, path: Path) -> Signature:
     priority = raw.get("priority", 50)
     if not isinstance(priority, int) or not 0 <= priority <= 100:
         raise _fail(path, sid, "priority must be an integer 0-100")
-    return Signature(
+    sig = Signature(
         id=sid, family=family, title=str(raw["title"]), patterns=patterns, owner=raw["owner"],
         category=str(raw["category"]), severity=raw["severity"], role=raw["role"],
         explanation=str(raw["explanation"]).strip(), steps=tuple(steps),
@@ -184,6 +241,9 @@ def _build(raw: dict[str, Any], family: str, path: Path) -> Signature:
         priority=priority, rma=raw.get("rma", "none"),
         clear_when=_str_list(path, sid, raw, "clear_when"),
         missing=_str_list(path, sid, raw, "missing"), status=raw.get("status", "stable"),
-        since=str(raw.get("since", "0.1.0")), compiled=tuple(compiled),
-        compiled_extract=tuple(compiled_extract),
+        since=str(raw.get("since", "0.1.0")),
     )
+    # Validation compiled them already; keep them rather than compile twice.
+    sig.__dict__["compiled"] = tuple(compiled)
+    sig.__dict__["compiled_extract"] = tuple(compiled_extract)
+    return sig

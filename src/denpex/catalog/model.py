@@ -9,7 +9,9 @@ signature id; everything it needs to decide is a field here.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
 
 SEVERITIES = ("fatal", "error", "warning", "info")
 ROLES = ("root", "cascade", "symptom", "context")
@@ -50,9 +52,32 @@ class Signature:
     missing: tuple[str, ...] = ()
     status: str = "stable"
     since: str = "0.1.0"
-    # Compiled forms; built once by the loader.
-    compiled: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
-    compiled_extract: tuple[re.Pattern[str], ...] = field(default=(), compare=False, repr=False)
+
+    @property
+    def flags(self) -> int:
+        # ASCII semantics for \w, \d, \s, \b and case folding: the same as Hyperscan's, so both
+        # engines find the same lines; log text that matters is ASCII anyway.
+        return re.ASCII | (re.IGNORECASE if self.case_insensitive else 0)
+
+    # Compiled on first use: a scan confirms only the few signatures whose literals or
+    # Hyperscan hits occur, so most of a large catalog is never compiled in a given run.
+    @cached_property
+    def compiled(self) -> tuple[re.Pattern[str], ...]:
+        return tuple(re.compile(p, self.flags) for p in self.patterns)
+
+    @cached_property
+    def compiled_extract(self) -> tuple[re.Pattern[str], ...]:
+        return tuple(re.compile(p, self.flags) for p in self.extract)
+
+    def __getstate__(self) -> dict[str, Any]:
+        # A pickled catalog (the load cache, worker processes) carries data, not compiled regexes.
+        state = dict(self.__dict__)
+        state.pop("compiled", None)
+        state.pop("compiled_extract", None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
 
     @property
     def is_failure(self) -> bool:

@@ -66,7 +66,8 @@ def required_literals(pattern: str) -> frozenset[str] | None:
     best = _required(list(parsed))
     if best is None:
         return None
-    return frozenset(s.lower() for s in best)
+    # ASCII case folding only, as the engines match (re.ASCII, Hyperscan's caseless).
+    return frozenset("".join(c.lower() if c.isascii() else c for c in s) for s in best)
 
 
 # Words that occur on a large share of ordinary log lines: a literal made of little else
@@ -152,6 +153,58 @@ def _consumes_newline(seq: Any) -> bool:
             if _consumes_newline(av[2]):
                 return True
         elif op is sre_c.ATOMIC_GROUP and _consumes_newline(av):
+            return True
+    return False
+
+
+_WIDE_CATEGORIES = {sre_c.CATEGORY_NOT_WORD, sre_c.CATEGORY_NOT_DIGIT, sre_c.CATEGORY_NOT_SPACE}
+_REPEATS = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT)
+
+
+def needs_utf8(pattern: str) -> bool:
+    """Whether matching ``pattern`` on UTF-8 bytes needs a code-point-aware engine.
+
+    On bytes, ``.`` or ``[^x]`` take one byte of a multi-byte character where ``re`` takes the
+    whole character. Under an unbounded repeat (``.*``, ``\\S+``) that changes nothing, so
+    such patterns run byte-wise, which Hyperscan compiles far faster; a single or bounded wide
+    atom, or a non-ASCII literal, needs UTF-8 mode.
+    """
+    try:
+        return _needs_utf8(sre_parse.parse(pattern))
+    except re.error:
+        return True
+
+
+def _wide(op: Any, av: Any) -> bool:
+    if op is sre_c.ANY or op is sre_c.NOT_LITERAL:
+        return True
+    if op is sre_c.IN:
+        for iop, iav in av:
+            if iop is sre_c.NEGATE or (iop is sre_c.CATEGORY and iav in _WIDE_CATEGORIES):
+                return True
+            if (iop is sre_c.LITERAL and iav > 127) or (iop is sre_c.RANGE and iav[1] > 127):
+                return True
+    return False
+
+
+def _needs_utf8(seq: Any) -> bool:
+    for op, av in seq:
+        if op in _REPEATS:
+            body = list(av[2])
+            if av[0] <= 1 and av[1] == sre_c.MAXREPEAT and len(body) == 1 and _wide(*body[0]):
+                continue  # one wide atom, repeated without bound: bytes and characters agree
+            if _needs_utf8(body):
+                return True
+        elif op is sre_c.SUBPATTERN:
+            if _needs_utf8(av[3]):
+                return True
+        elif op is sre_c.BRANCH:
+            if any(_needs_utf8(b) for b in av[1]):
+                return True
+        elif op is sre_c.ATOMIC_GROUP:
+            if _needs_utf8(av):
+                return True
+        elif (op is sre_c.LITERAL and av > 127) or _wide(op, av):
             return True
     return False
 

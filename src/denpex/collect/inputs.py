@@ -15,7 +15,7 @@ import os
 import re
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
@@ -24,7 +24,7 @@ BLOCK = 4 * 1024 * 1024
 MAX_LINE = 1024 * 1024  # longer lines are cut to this many bytes for matching
 MAX_DECOMPRESSED = int(os.environ.get("DENPEX_MAX_DECOMPRESSED", str(8 * 1024**3)))
 SKIP_DIRS = {".git", "__pycache__", ".venv", "node_modules", ".denpex"}
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+_ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 
 
 class InputError(Exception):
@@ -42,9 +42,10 @@ class Source:
 
 
 @dataclass
-class Chunk:
-    text: str  # whole lines joined by "\n", no trailing newline
-    first_line_no: int
+class Block:
+    """Whole lines as normalised UTF-8 bytes, each ending in ``\\n`` (the last one too)."""
+
+    data: bytes
     n_lines: int
 
 
@@ -172,21 +173,34 @@ def is_binary(sample: bytes) -> bool:
         return decoded.count("\ufffd") > max(64, bad // 2) and decoded.count("\ufffd") > len(sample) // 20
 
 
-def read_chunks(src: Source) -> Iterator[Chunk]:
-    """Stream a source as chunks of whole lines; problems go to ``src.warnings``."""
+def read_blocks(src: Source, part: tuple[int, int | None] | None = None) -> Generator[Block, None, None]:
+    """Stream a source as blocks of whole lines; problems go to ``src.warnings``.
+
+    Blocks fall at fixed places: block k holds the lines whose newline lies in the k-th
+    BLOCK-sized stretch of the input. So ``part`` = (start, stop), two split points from
+    ``split_points``, reads exactly the blocks a whole-file read would give for that stretch,
+    and a file scanned in parts by several processes gives what one process would.
+    """
     try:
         raw = _open_raw(src)
     except OSError as exc:
         src.warnings.append(f"cannot read: {exc.strerror or exc}")
         return
     try:
+        if part is not None and part[0] > 0:
+            start, stop = part
+            raw.seek(start - SPLIT_SEARCH)
+            before = raw.read(SPLIT_SEARCH)
+            pending = before[before.rfind(b"\n") + 1:]
+            yield from _blocks_from_stream(src, raw, pending=pending, stop=stop, base=start)
+            return
         head, raw = _peek(raw, 8)
         try:
             stream = _decompressor(src, head, raw)
         except _SkipSource as exc:
             src.warnings.append(str(exc))
             return
-        yield from _chunks_from_stream(src, stream)
+        yield from _blocks_from_stream(src, stream, stop=part[1] if part else None)
     except OSError as exc:
         src.warnings.append(f"read error: {exc.strerror or exc}")
     finally:
@@ -194,21 +208,37 @@ def read_chunks(src: Source) -> Iterator[Chunk]:
             raw.close()
 
 
-def _chunks_from_stream(src: Source, stream: BinaryIO) -> Iterator[Chunk]:
-    line_no = 1
-    pending = b""
-    first = True
+SPLIT_SEARCH = 64 * 1024  # a split point needs a newline this close before it
+
+
+def split_points(path: Path, size: int, parts: int) -> list[int]:
+    """Block-aligned offsets that cut a plain file into about ``parts`` stretches.
+
+    A point is used only where a newline lies within SPLIT_SEARCH bytes before it, so no
+    stretch starts inside an over-long line; the list starts with 0 and ends with the size.
+    """
+    step = max(1, -(-size // max(1, parts) // BLOCK)) * BLOCK
+    points = [0]
+    with path.open("rb") as fh:
+        for at in range(step, size, step):
+            fh.seek(at - SPLIT_SEARCH)
+            if b"\n" in fh.read(SPLIT_SEARCH):
+                points.append(at)
+    return [*points, size]
+
+
+def _blocks_from_stream(src: Source, stream: BinaryIO, pending: bytes = b"", stop: int | None = None,
+                        base: int = 0) -> Iterator[Block]:
+    """Blocks from ``stream``, which is at offset ``base`` of the input; stop at offset ``stop``."""
     cut_lines = 0
     skipping_long = False
     total = 0
     broken: list[str] = []
     while True:
         block = b"" if broken else _read_block(stream, BLOCK, src, total, broken)
-        if first:
-            first = False
-            if is_binary(block[:8192]):
-                src.warnings.append("binary data, not a text log; skipped")
-                return
+        if base == 0 and total == 0 and is_binary(block[:8192]):
+            src.warnings.append("binary data, not a text log; skipped")
+            return
         if not block:
             break
         total += len(block)
@@ -221,41 +251,31 @@ def _chunks_from_stream(src: Source, stream: BinaryIO) -> Iterator[Chunk]:
         if cut < 0:
             if skipping_long:
                 pending = b""
-                continue
-            if len(data) > MAX_LINE:
+            elif len(data) > MAX_LINE:
                 # An over-long line: keep its head for matching, drop the rest of it.
                 cut_lines += 1
-                text, n = _decode(data[:MAX_LINE])
-                yield Chunk(text, line_no, 1)
-                line_no += 1
+                yield _block(data[:MAX_LINE] + b"\n")
                 skipping_long = True
                 pending = b""
             else:
                 pending = data
-            continue
-        body, pending = data[:cut], data[cut + 1:]
-        if skipping_long:
-            nl = body.find(b"\n")
-            if nl < 0:
-                body = b""
+        else:
+            body, pending = data[:cut + 1], data[cut + 1:]
+            if skipping_long:
+                body = body[body.find(b"\n") + 1:]
                 skipping_long = False
-                continue
-            body = body[nl + 1:]
-            skipping_long = False
-            if not body:
-                continue
-        body, extra_cut = _cap_long_lines(body)
-        cut_lines += extra_cut
-        text, n = _decode(body)
-        yield Chunk(text, line_no, n)
-        line_no += n
+            if body:
+                body, extra_cut = _cap_long_lines(body)
+                cut_lines += extra_cut
+                yield _block(body)
+        if stop is not None and base + total >= stop:
+            pending = b""  # the lines after the last newline belong to the next stretch
+            break
     if pending and not skipping_long:
-        text, n = _decode(pending[:MAX_LINE])
         if len(pending) > MAX_LINE:
             cut_lines += 1
-        yield Chunk(text, line_no, n)
-        line_no += n
-    src.bytes_read = total
+        yield _block(pending[:MAX_LINE] + b"\n")
+    src.bytes_read += total
     if cut_lines:
         src.warnings.append(f"{cut_lines} line(s) longer than {MAX_LINE} bytes were cut to that length for matching")
 
@@ -304,12 +324,22 @@ def _cap_long_lines(body: bytes) -> tuple[bytes, int]:
     return (b"\n".join(parts) if cut else body), cut
 
 
-def _decode(data: bytes) -> tuple[str, int]:
-    text = data.decode("utf-8", errors="replace")
-    if "\r" in text:
-        text = text.replace("\r\n", "\n").replace("\r", " ")
-    if "\x1b" in text:
-        text = _ANSI.sub("", text)
-    if "\x00" in text:
-        text = text.replace("\x00", "")
-    return text, text.count("\n") + 1
+def normalize_block(body: bytes) -> bytes:
+    """Normalise whole lines: valid UTF-8, no carriage returns, colour codes or NUL bytes."""
+    if not body.isascii():
+        try:
+            body.decode("utf-8")
+        except UnicodeDecodeError:
+            body = body.decode("utf-8", errors="replace").encode("utf-8")
+    if b"\r" in body:
+        body = body.replace(b"\r\n", b"\n").replace(b"\r", b" ")
+    if b"\x1b" in body:
+        body = _ANSI.sub(b"", body)
+    if b"\x00" in body:
+        body = body.replace(b"\x00", b"")
+    return body
+
+
+def _block(body: bytes) -> Block:
+    body = normalize_block(body)
+    return Block(body, body.count(b"\n"))

@@ -223,6 +223,7 @@ def _secondary(diag: Diagnosis) -> list[list[Finding]]:
     root = diag.root
     assert root is not None
     groups: dict[str, list[Finding]] = {}
+    one_host = len({x.event.host for x in diag.findings if x.event.host}) <= 1
     for f in diag.failures:
         if f is root or f.role != "root" or f.sig.id == root.sig.id:
             continue
@@ -231,7 +232,6 @@ def _secondary(diag: Diagnosis) -> list[list[Finding]]:
         secs = seconds_between(root.event, f.event)
         root_rank = root.rank if root.rank is not None else (diag.rank.rank if diag.rank else None)
         local = f.event.fields.get("local_rank")
-        one_host = len({x.event.host for x in diag.findings if x.event.host}) <= 1
         same_place = ((f.rank is not None and f.rank == root_rank)
                       or (f.event.host is not None and f.event.host == root.event.host)
                       or (one_host and local is not None and local.isdigit() and int(local) == root_rank))

@@ -1,24 +1,27 @@
-"""Hyperscan engine (extra ``denpex[fast]``): one multi-pattern pass over each chunk.
+"""Hyperscan engine (extra ``denpex[fast]``): one multi-pattern pass over each block.
 
-Hyperscan reports where each pattern's match ends; the line around that offset is then
-confirmed with the signature's own Python regex, so a hit means exactly what it means to
-the stdlib engine (Hyperscan's ``[^x]`` and ``\\s`` may run across a newline inside a chunk;
-Python, looking at one line, decides). Patterns Hyperscan cannot compile fall back to the
-stdlib engine for their signatures only. The compiled database is cached on disk keyed by
-the catalog's hash, so a CLI run does not pay the compile time twice.
+Each pattern is compiled as ``(?:P)[^\\n]*\\n``, so Hyperscan reports it at most once per line,
+at the line's end, instead of at every place a match could end. Patterns whose wide atoms
+(``.``, ``[^x]``) are single or bounded run in UTF-8 mode, the rest byte-wise, which matches
+the same lines as ``re`` on the decoded text and compiles in a fraction of the time. A
+pattern that could run across a newline (``\\s``, ``[^x]``) marks its hits for confirmation
+by the signature's Python regex on the line. Patterns Hyperscan cannot compile fall back to
+the stdlib engine for their signatures only. The compiled database is cached on disk, keyed
+by the patterns, so a CLI run does not pay the compile time twice.
 """
 
 from __future__ import annotations
 
 import hashlib
-import os
-from collections.abc import Iterator, Sequence
+import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from denpex.cache import cache_dir, write_atomic
 from denpex.catalog.model import Signature
-from denpex.catalog.regex_subset import can_match_newline, trim_trailing_repeats
-from denpex.scan.engine import Hit, ReEngine
+from denpex.catalog.regex_subset import can_match_newline, needs_utf8, trim_trailing_repeats
+from denpex.scan.engine import Candidate, ReEngine
 
 hyperscan: Any
 try:  # optional extra
@@ -31,14 +34,6 @@ def available() -> bool:
     return hyperscan is not None
 
 
-def _cache_dir() -> Path:
-    """Compiled databases are a cache, not state: $DENPEX_CACHE, else the XDG cache folder."""
-    if os.environ.get("DENPEX_CACHE"):
-        return Path(os.environ["DENPEX_CACHE"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "denpex"
-
-
 class HyperscanEngine:
     name = "hyperscan"
 
@@ -46,117 +41,146 @@ class HyperscanEngine:
         if hyperscan is None:
             raise RuntimeError("hyperscan is not installed (pip install 'denpex[fast]')")
         self.signatures = list(signatures)
-        exprs: list[bytes] = []
-        flags: list[int] = []
-        owners: list[int] = []
-        confirm: list[bool] = []
-        for idx, sig in enumerate(self.signatures):
-            f = hyperscan.HS_FLAG_MULTILINE | hyperscan.HS_FLAG_UTF8  # "." is one code point, as in re
-            if sig.case_insensitive:
-                f |= hyperscan.HS_FLAG_CASELESS
-            for pat in sig.patterns:
-                exprs.append(trim_trailing_repeats(pat).encode())
-                flags.append(f)
-                owners.append(idx)
-                confirm.append(can_match_newline(pat))
-        self._owner = owners
-        self._confirm = confirm
-        self.fallback_sigs: set[int] = set()
-        self.db = self._load_or_compile(exprs, flags, owners, cache)
-        self._fallback = ReEngine([self.signatures[i] for i in sorted(self.fallback_sigs)])
+        progress = {i for i, sig in enumerate(self.signatures) if sig.category == "progress"}
+        # Progress signatures report once per block in the main database (that they occur);
+        # a database of their own then finds their lines in the stretches the scanner asks for.
+        self.db, self._owner, self._confirm, fallback = self._database(None, progress, cache)
+        # One database per progress signature: a sparse one searched across a whole block must
+        # not drag every dense one's lines through Python with it.
+        self._p_dbs = {i: self._database({i}, set(), cache) for i in sorted(progress)}
+        self.fallback_sigs = fallback.union(*(p[3] for p in self._p_dbs.values()))
+        self._owner = [-1 if o in self.fallback_sigs else o for o in self._owner]
         self._fallback_ids = sorted(self.fallback_sigs)
+        self._fallback = ReEngine([self.signatures[i] for i in self._fallback_ids]) if self._fallback_ids else None
 
-    def _load_or_compile(self, exprs: list[bytes], flags: list[int], owners: list[int], cache: bool) -> Any:
-        key = hashlib.sha256(b"\0".join(e + b"|" + str(f).encode() for e, f in zip(exprs, flags, strict=True)))
-        version = getattr(hyperscan, "__version__", "x")
-        path = _cache_dir() / f"hs-{version}-{key.hexdigest()[:24]}.db"
-        bad_path = path.with_suffix(".bad")
-        if cache and path.exists():
-            try:
-                db = hyperscan.loadb(path.read_bytes(), mode=hyperscan.HS_MODE_BLOCK)
-                db.scratch = hyperscan.Scratch(db)  # a deserialised database has none
-                if bad_path.exists():
-                    self.fallback_sigs = {int(x) for x in bad_path.read_text().split()}
-                return db
-            except Exception:  # a stale or corrupt cache is recompiled, never trusted
-                pass
-        ids = list(range(len(exprs)))
-        keep_e, keep_f, keep_i = list(exprs), list(flags), ids
-        while True:
-            db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
-            try:
-                db.compile(expressions=keep_e, ids=keep_i, elements=len(keep_e), flags=keep_f)
-                break
-            except hyperscan.error as exc:
-                bad = _bad_index(str(exc))
-                if bad is None or bad >= len(keep_e):
-                    # The message did not say which expression: find every bad one alone.
-                    bad_set = [i for i, (e, f) in enumerate(zip(keep_e, keep_f, strict=True)) if not _compiles(e, f)]
-                    if not bad_set:
-                        raise
-                else:
-                    bad_set = [bad]
-                for b in sorted(bad_set, reverse=True):
-                    self.fallback_sigs.add(owners[keep_i[b]])
-                    del keep_e[b], keep_f[b], keep_i[b]
-                if not keep_e:
-                    raise
-        # A signature with any pattern Hyperscan rejected runs wholly on the stdlib engine.
-        if cache:
-            try:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                tmp = path.with_suffix(f".tmp{os.getpid()}")
-                tmp.write_bytes(hyperscan.dumpb(db))
-                os.replace(tmp, path)
-                if self.fallback_sigs:
-                    bad_path.write_text(" ".join(str(i) for i in sorted(self.fallback_sigs)))
-            except OSError:
-                pass  # a read-only home only costs the compile next time
-        return db
+    def _database(self, only: set[int] | None, single: set[int],
+                  cache: bool) -> tuple[Any, list[int], list[bool], set[int]]:
+        chosen = [(i, s) for i, s in enumerate(self.signatures) if only is None or i in only]
+        # Keyed by the patterns alone, so a cached run skips the pattern analysis too.
+        key = hashlib.sha256(repr([(_FORMAT, i, s.case_insensitive, s.patterns, i in single)
+                                   for i, s in chosen]).encode())
+        base = cache_dir() / f"hs-{getattr(hyperscan, '__version__', 'x')}-{key.hexdigest()[:24]}"
+        db_path, meta_path = base.with_name(base.name + ".db"), base.with_name(base.name + ".json")
+        loaded = _load(db_path, meta_path) if cache else None
+        if loaded is None:
+            db, owners, confirm, fallback = _compile(chosen, single)
+            if cache:
+                write_atomic(db_path, hyperscan.dumpb(db))
+                meta = {"owners": owners, "confirm": confirm, "fallback": sorted(fallback)}
+                write_atomic(meta_path, json.dumps(meta).encode())
+        else:
+            db, owners, confirm, fallback = loaded
+        # Patterns of a signature that falls back never report: one engine decides per signature.
+        return db, [-1 if o in fallback else o for o in owners], confirm, fallback
 
-    def scan(self, chunk: str) -> Iterator[Hit]:
-        data = chunk.encode("utf-8", "surrogateescape")
-        hits: dict[tuple[int, int], bool] = {}
-        owner = self._owner
-        confirm = self._confirm
-        skip = self.fallback_sigs
+    def scan(self, block: bytes) -> list[Candidate]:
+        out = self._scan(self.db, self._owner, self._confirm, block, 0)
+        if self._fallback is not None:
+            ids = self._fallback_ids
+            out.extend((ls, le, ids[i], need) for ls, le, i, need in self._fallback.scan(block))
+            out.sort()
+        return out
+
+    def progress_candidates(self, block: bytes, start: int, end: int, sig: int) -> list[Candidate]:
+        if sig in self.fallback_sigs:
+            assert self._fallback is not None
+            ids = self._fallback_ids
+            return [(ls, le, ids[i], need) for ls, le, i, need
+                    in self._fallback.progress_candidates(block, start, end, ids.index(sig))]
+        part = block if start == 0 and end == len(block) else block[start:end]
+        db, owner, confirm, _ = self._p_dbs[sig]
+        return self._scan(db, owner, confirm, part, start)
+
+    @staticmethod
+    def _scan(db: Any, owner: list[int], confirm: list[bool], block: bytes, shift: int) -> list[Candidate]:
+        hits: list[tuple[int, int]] = []
+        append = hits.append
 
         def on_match(pid: int, start: int, end: int, flags: int, ctx: object) -> None:
-            sig = owner[pid]
-            if sig not in skip:
-                key = (end, sig)
-                hits[key] = hits.get(key, True) and confirm[pid]
+            append((end, pid))
 
-        self.db.scan(data, match_event_handler=on_match)
-        # (line start, signature) -> whether every hit on it still needs a look by ``re``
+        db.scan(block, match_event_handler=on_match)
+        find = block.find
+        # (line end, signature) -> whether every hit on it still needs a look by re
         per_line: dict[tuple[int, int], bool] = {}
-        for (end, sig), need in hits.items():
-            pos = max(end - 1, 0)  # the match's last byte; a newline there ends the line before it
-            ls_b = data.rfind(b"\n", 0, pos) + 1 if data[pos:pos + 1] == b"\n" else data.rfind(b"\n", 0, pos + 1) + 1
-            key = (ls_b, sig)
-            per_line[key] = per_line.get(key, True) and need
-        ascii_text = len(data) == len(chunk)
-        results: list[Hit] = []
-        sigs = self.signatures
-        byte_at, char_at = 0, 0  # running byte -> character offset map, for non-ASCII chunks
-        for (ls_b, sig), need in sorted(per_line.items()):
-            le_b = data.find(b"\n", ls_b)
-            if le_b < 0:
-                le_b = len(data)
-            if ascii_text:
-                ls, le = ls_b, le_b
+        for end, pid in hits:
+            sig = owner[pid]
+            if sig < 0:
+                continue
+            # A suffixed pattern ends just past the newline, a "$" one just before it.
+            key = (find(b"\n", end - 1 if end else 0), sig)
+            need = confirm[pid]
+            if per_line.get(key, True):
+                per_line[key] = need
+        out: list[Candidate] = []
+        rfind = block.rfind
+        last_le, last_ls = -2, 0
+        for (le, sig), need in sorted(per_line.items()):
+            if le != last_le:
+                last_le, last_ls = le, rfind(b"\n", 0, le) + 1
+            out.append((last_ls + shift, le + shift, sig, need))
+        return out
+
+
+_FORMAT = 3  # bump when the expressions built from a pattern change
+
+
+def _load(db_path: Path, meta_path: Path) -> tuple[Any, list[int], list[bool], set[int]] | None:
+    """A cached database and what goes with it; anything unreadable means compile afresh."""
+    try:
+        meta = json.loads(meta_path.read_bytes())
+        db = hyperscan.loadb(db_path.read_bytes(), mode=hyperscan.HS_MODE_BLOCK)
+        db.scratch = hyperscan.Scratch(db)  # a deserialised database has none
+        return db, [int(x) for x in meta["owners"]], [bool(x) for x in meta["confirm"]], set(meta["fallback"])
+    except Exception:  # a stale or corrupt cache is recompiled, never trusted
+        return None
+
+
+def _compile(chosen: list[tuple[int, Signature]], single: set[int]) -> tuple[Any, list[int], list[bool], set[int]]:
+    exprs: list[bytes] = []
+    flags: list[int] = []
+    owners: list[int] = []
+    confirm: list[bool] = []
+    for idx, sig in chosen:
+        for pat in sig.patterns:
+            expr = trim_trailing_repeats(pat)
+            f = hyperscan.HS_FLAG_MULTILINE
+            if idx in single:
+                f |= hyperscan.HS_FLAG_SINGLEMATCH
+            wide = needs_utf8(expr)
+            if wide:
+                f |= hyperscan.HS_FLAG_UTF8  # "." is one code point, as in re
+            if sig.case_insensitive:
+                f |= hyperscan.HS_FLAG_CASELESS
+            if "$" not in expr:
+                expr = f"(?:{expr})[^\\n]*\\n"
+            exprs.append(expr.encode("utf-8"))
+            flags.append(f)
+            owners.append(idx)
+            # Caseless UTF-8 may fold non-ASCII letters, which re.ASCII does not.
+            confirm.append(can_match_newline(pat) or (wide and sig.case_insensitive and not pat.isascii()))
+    fallback: set[int] = set()
+    keep_e, keep_f, keep_i = list(exprs), list(flags), list(range(len(exprs)))
+    while True:
+        db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
+        try:
+            db.compile(expressions=keep_e, ids=keep_i, elements=len(keep_e), flags=keep_f)
+            return db, owners, confirm, fallback
+        except hyperscan.error as exc:
+            bad = _bad_index(str(exc))
+            if bad is None or bad >= len(keep_e):
+                # The message did not say which expression: find every bad one alone.
+                bad_set = [i for i, (e, f) in enumerate(zip(keep_e, keep_f, strict=True)) if not _compiles(e, f)]
+                if not bad_set:
+                    raise
             else:
-                char_at += len(data[byte_at:ls_b].decode("utf-8", "surrogateescape"))
-                byte_at = ls_b
-                ls = char_at
-                le = ls + len(data[ls_b:le_b].decode("utf-8", "surrogateescape"))
-            if not need or sigs[sig].matches(chunk[ls:le]):
-                results.append((ls, le, sig))
-        if self._fallback_ids:
-            for ls, le, idx in self._fallback.scan(chunk):
-                results.append((ls, le, self._fallback_ids[idx]))
-        results.sort()
-        yield from results
+                bad_set = [bad]
+            # A signature with any pattern Hyperscan rejected runs wholly on the stdlib engine.
+            for b in sorted(bad_set, reverse=True):
+                fallback.add(owners[keep_i[b]])
+                del keep_e[b], keep_f[b], keep_i[b]
+            if not keep_e:
+                raise
 
 
 def _compiles(expr: bytes, flags: int) -> bool:

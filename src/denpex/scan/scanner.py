@@ -3,11 +3,18 @@
 Output per source: the matched lines as ``Event``s with their time, rank, host and GPU
 context, and a coverage record (kind, lines, ranks seen, warnings). Unmatched lines are
 counted and forgotten, so memory stays bounded whatever the input size.
+
+A source is scanned in one or more parts (stretches of whole blocks, see
+``collect.inputs.read_blocks``); every part is scanned on its own and the parts are merged in
+order. Part results carry just enough (hit ordinals, the first and last progress lines) that
+the merge gives exactly what one sequential pass would, so a large file spread over all cores
+gives the same incident as one process.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import re
 from collections import deque
@@ -15,7 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from denpex.catalog.loader import Catalog
-from denpex.collect.inputs import Chunk, Source, read_chunks
+from denpex.catalog.model import Signature
+from denpex.collect.inputs import BLOCK, Source, read_blocks, split_points
 from denpex.collect.kinds import detect_kind, rank_from_name
 from denpex.collect.lineinfo import looks_srun_labelled, normalize_pci, parse_line_info
 from denpex.collect.timestamps import YEAR_UNKNOWN, Stamp, parse_stamp
@@ -23,28 +31,19 @@ from denpex.evidence import Event
 from denpex.scan.engine import Engine, default_engine
 from denpex.scan.progress import Progress
 
-_RANK_PREFIX = re.compile(r"^(?:[\d\-:T.,/ ]{8,32} |\[\d+\] )?(?:\[default\d+\]:)?\[(rank|default)(\d+)\]:", re.M)
-_SRUN_PREFIX = re.compile(r"^\s{0,4}(\d{1,5}): ", re.M)
-_MPI_PREFIX = re.compile(r"^\[(?:\d+,)?(\d+)\]<std", re.M)
+_RANK_PREFIX = re.compile(rb"^(?:[\d\-:T.,/ ]{8,32} |\[\d+\] )?(?:\[default\d+\]:)?\[(rank|default)(\d+)\]:", re.M)
+_SRUN_PREFIX = re.compile(rb"^\s{0,4}(\d{1,5}): ", re.M)
+_MPI_PREFIX = re.compile(rb"^\[(?:\d+,)?(\d+)\]<std", re.M)
 LOOKBACK_LINES = 64
 MAX_EVENTS_PER_SIGNATURE = 2000  # per source; beyond this a flood adds nothing to a diagnosis
-# Progress lines (every training step) are kept as the first few and a ring of the latest:
+# Progress lines (every training step) are kept as the first few and the latest:
 # diagnosis needs where the run started, whether it went on after an error, and how far it got.
-_CONTEXT_PREFIX = 24  # a context line without fields is told apart by its launcher prefix (rank)
 PROGRESS_HEAD = 5
 PROGRESS_TAIL = 50
+_CONTEXT_PREFIX = 24  # a context line without fields is told apart by its launcher prefix (rank)
+_SAMPLE = 65536  # bytes of a source's start that tell its kind
 
-
-@dataclass
-class _ProgressKeep:
-    """First PROGRESS_HEAD progress events in full, then a ring of the latest as raw lines.
-
-    Ring entries are turned into events only at the end of the source, with the time their
-    line carries or, failing that, the last stamp seen among matched lines before them.
-    """
-
-    head: int = 0
-    tail: deque[tuple[str, str, int, Stamp | None]] = field(default_factory=lambda: deque(maxlen=PROGRESS_TAIL))
+ContextKey = tuple[str, str, tuple[tuple[str, str], ...]]
 
 
 @dataclass
@@ -57,7 +56,29 @@ class SourceResult:
     file_rank: int | None = None
     years: set[int] = field(default_factory=set)
     dropped: dict[str, int] = field(default_factory=dict)
-    seen_context: set[tuple[str, str, tuple[tuple[str, str], ...]]] = field(default_factory=set, repr=False)
+
+
+@dataclass
+class _Progress:
+    """A part's first PROGRESS_HEAD progress events of one signature, then its latest ones."""
+
+    head: list[Event] = field(default_factory=list)
+    tail: deque[Event] = field(default_factory=lambda: deque(maxlen=PROGRESS_TAIL))
+
+
+@dataclass
+class PartResult:
+    """One stretch of a source, scanned on its own; line numbers count from the stretch."""
+
+    source: Source
+    kind: str
+    srun: bool
+    lines: int = 0
+    ranks: set[int] = field(default_factory=set)
+    # (ordinal of the hit among its signature's hits in this part, dedupe key or None, event)
+    events: list[tuple[int, ContextKey | None, Event]] = field(default_factory=list)
+    hits: dict[str, int] = field(default_factory=dict)
+    progress: dict[str, _Progress] = field(default_factory=dict)
 
 
 class Scanner:
@@ -67,178 +88,273 @@ class Scanner:
         self.progress = progress
 
     def scan_source(self, src: Source) -> SourceResult:
-        res = SourceResult(source=src)
-        res.file_rank = rank_from_name(src.display)
-        srun = False
-        per_sig: dict[str, int] = {}
-        progress: dict[str, _ProgressKeep] = {}
-        first = True
-        for chunk in read_chunks(src):
-            if first:
-                first = False
-                sample = chunk.text[:65536]
-                res.kind = detect_kind(src.display, sample)
-                srun = looks_srun_labelled(sample.splitlines()[:200])
-            res.lines += chunk.n_lines
+        return merge_parts(src, [self.scan_part(src)])
+
+    def scan_part(self, src: Source, part: tuple[int, int | None] | None = None,
+                  head: tuple[str, bool] | None = None) -> PartResult:
+        """Scan the whole source, or the stretch ``part`` whose kind the first block told (``head``)."""
+        res: PartResult | None = None if head is None else PartResult(src, *head)
+        seen: set[ContextKey] = set()
+        for block in read_blocks(src, part):
+            if res is None:
+                res = PartResult(src, *classify(src.display, block.data))
             if self.progress is not None:
-                self.progress.add_bytes(len(chunk.text))
-            self._ranks(chunk.text, srun, res)
-            self._match(chunk, srun, res, per_sig, progress)
-        for keep in progress.values():
-            for sig_id, line, line_no, stamp in keep.tail:
-                res.events.append(self._late_event(sig_id, line, line_no, stamp, srun, res))
-        res.events.sort(key=lambda e: e.line_no)
-        if res.file_rank is not None:
-            res.ranks.add(res.file_rank)
-        for sig_id, n in per_sig.items():
-            if n > MAX_EVENTS_PER_SIGNATURE:
-                res.dropped[sig_id] = n - MAX_EVENTS_PER_SIGNATURE
-        return res
+                self.progress.add_bytes(len(block.data))
+            self._ranks(block.data, res)
+            self._match(block.data, res, seen)
+            res.lines += block.n_lines
+        return res if res is not None else PartResult(src, detect_kind(src.display, ""), False)
 
-    def _ranks(self, text: str, srun: bool, res: SourceResult) -> None:
-        if "[rank" in text or "[default" in text:
-            found = _RANK_PREFIX.findall(text)
-            strong = {int(n) for kind, n in found if kind == "rank"}
+    def _ranks(self, data: bytes, res: PartResult) -> None:
+        if b"[rank" in data or b"[default" in data:
+            found = _RANK_PREFIX.findall(data)
+            strong = {int(n) for kind, n in found if kind == b"rank"}
             res.ranks.update(strong or {int(n) for _, n in found})
-        if "]<std" in text:
-            res.ranks.update(int(r) for r in set(_MPI_PREFIX.findall(text)))
-        if srun:
-            res.ranks.update(int(r) for r in set(_SRUN_PREFIX.findall(text)))
+        if b"]<std" in data:
+            res.ranks.update(int(r) for r in set(_MPI_PREFIX.findall(data)))
+        if res.srun:
+            res.ranks.update(int(r) for r in set(_SRUN_PREFIX.findall(data)))
 
-    def _match(self, chunk: Chunk, srun: bool, res: SourceResult, per_sig: dict[str, int],
-               progress: dict[str, _ProgressKeep]) -> None:
-        text = chunk.text
+    def _match(self, data: bytes, res: PartResult, seen: set[ContextKey]) -> None:
         sigs = self.catalog.signatures
-        counted_to = 0
-        line_no = chunk.first_line_no
-        memo = _StampMemo()
-        for ls, le, idx in self.engine.scan(text):
-            if ls > counted_to:
-                line_no += text.count("\n", counted_to, ls)
-                counted_to = ls
+        hits = res.hits
+        keep: list[tuple[int, Signature, str, dict[str, str], tuple[int, ContextKey | None] | None]] = []
+        present: dict[int, None] = {}
+        for ls, le, idx, need in self.engine.scan(data):
             sig = sigs[idx]
-            line = text[ls:le]
             if sig.category == "progress":
-                keep = progress.setdefault(sig.id, _ProgressKeep())
-                if keep.head < PROGRESS_HEAD:
-                    keep.head += 1
-                    res.events.append(self._event(sig.id, sig.extract_fields(line), line, line_no, text, ls, srun,
-                                                  res, memo))
-                else:
-                    keep.tail.append((sig.id, line, line_no, memo.recent(line_no)))
+                present[idx] = None  # where exactly is looked up below, only as far as needed
                 continue
+            sid = sig.id
+            n = hits.get(sid, 0)
+            if n >= MAX_EVENTS_PER_SIGNATURE:
+                # Past the cap a hit is only counted (the incident says how many were dropped).
+                if not need or sig.matches(data[ls:le].decode("utf-8", "replace")):
+                    hits[sid] = n + 1
+                continue
+            line = data[ls:le].decode("utf-8", "replace")
+            if need and not sig.matches(line):
+                continue
+            hits[sid] = n + 1
             fields = sig.extract_fields(line)
+            key: ContextKey | None = None
             if sig.role == "context":
                 # Facts repeat (every communicator prints its rank map, every retry the same
                 # recovery line): the first line with given fields says all the later ones do.
-                key = (sig.id, line[:_CONTEXT_PREFIX] if not fields else "", tuple(sorted(fields.items())))
-                if key in res.seen_context:
+                key = (sid, line[:_CONTEXT_PREFIX] if not fields else "", tuple(sorted(fields.items())))
+                if key in seen:
                     continue
-                res.seen_context.add(key)
-            n = per_sig.get(sig.id, 0) + 1
-            per_sig[sig.id] = n
-            if n > MAX_EVENTS_PER_SIGNATURE:
-                continue
-            res.events.append(self._event(sig.id, fields, line, line_no, text, ls, srun, res, memo))
+                seen.add(key)
+            keep.append((ls, sig, line, fields, (n + 1, key)))
+        for idx in present:
+            keep.extend(self._progress_lines(idx, data, res))
+        # Line numbers and inherited stamps in one pass down the block.
+        keep.sort(key=lambda k: k[0])
+        memo = _StampMemo(data)
+        line_no = res.lines + 1
+        counted_to = 0
+        for ls, sig, line, fields, tag in keep:
+            line_no += data.count(b"\n", counted_to, ls)
+            counted_to = ls
+            ev = self._event(sig, fields, line, line_no, ls, res, memo)
+            if tag is None:
+                kept = res.progress[sig.id]
+                (kept.head if len(kept.head) < PROGRESS_HEAD else kept.tail).append(ev)
+            else:
+                res.events.append((tag[0], tag[1], ev))
 
-    def _late_event(self, sig_id: str, line: str, line_no: int, carried: Stamp | None, srun: bool,
-                    res: SourceResult) -> Event:
-        sig = self.catalog.by_id[sig_id]
-        memo = _StampMemo()
-        if carried is not None:
-            memo.remember(-2, line_no, carried, line_no)
-        # With no chunk text left, the memo answers for the line above from what it carried.
-        return self._event(sig_id, sig.extract_fields(line), line, line_no, "", -2, srun, res, memo)
+    def _progress_lines(self, idx: int, data: bytes,
+                        res: PartResult) -> list[tuple[int, Signature, str, dict[str, str], None]]:
+        """Only the progress lines that can survive: the first few of the part and the block's latest.
 
-    def _event(self, sig_id: str, fields: dict[str, str], line: str, line_no: int, text: str, ls: int,
-               srun: bool, res: SourceResult, memo: _StampMemo) -> Event:
+        Training prints a progress line every step; turning each into an event would cost more
+        than the rest of the scan. The engine is asked for the lines of growing windows at the
+        block's start (while the part's first lines are wanted) and at its end.
+        """
+        sig = self.catalog.signatures[idx]
+        kept = res.progress.setdefault(sig.id, _Progress())
+        out: list[tuple[int, Signature, str, dict[str, str], None]] = []
+
+        def confirmed(ls: int, le: int, need: bool) -> tuple[int, Signature, str, dict[str, str], None] | None:
+            line = data[ls:le].decode("utf-8", "replace")
+            if need and not sig.matches(line):
+                return None
+            return (ls, sig, line, sig.extract_fields(line), None)
+
+        want = PROGRESS_HEAD - len(kept.head)
+        head_end = 0
+        start, width = 0, _WINDOW
+        while want > 0 and start < len(data):
+            end = _line_end_after(data, start + width)
+            for ls, le, _, need in self.engine.progress_candidates(data, start, end, idx):
+                item = confirmed(ls, le, need) if want > 0 else None
+                if item is not None:
+                    out.append(item)
+                    want -= 1
+                    head_end = le + 1
+            start, width = end, width * 2
+        latest: list[tuple[int, Signature, str, dict[str, str], None]] = []
+        end, width = len(data), _WINDOW
+        while end > head_end and len(latest) < PROGRESS_TAIL:
+            start = max(head_end, _line_start_before(data, end - width))
+            for ls, le, _, need in reversed(self.engine.progress_candidates(data, start, end, idx)):
+                item = confirmed(ls, le, need) if len(latest) < PROGRESS_TAIL else None
+                if item is not None:
+                    latest.append(item)
+            end, width = start, width * 2
+        out.extend(reversed(latest))
+        return out
+
+    def _event(self, sig: Signature, fields: dict[str, str], line: str, line_no: int, ls: int,
+               res: PartResult, memo: _StampMemo) -> Event:
         src = res.source
-        info = parse_line_info(line, srun)
-        ev = Event(source=src.display, line_no=line_no, text=line, signature_id=sig_id, fields=fields,
+        info = parse_line_info(line, res.srun)
+        ev = Event(source=src.display, line_no=line_no, text=line, signature_id=sig.id, fields=fields,
                    source_index=src.index, rank=info.rank, host=info.host, pid=info.pid,
                    gpu_index=info.gpu_index, pci_bus_id=info.pci_bus_id, uuid=info.uuid)
-        if ev.rank is None:
-            ev.rank = res.file_rank
         stamp = parse_stamp(line) or parse_stamp(line[len(line) - len(line.lstrip()):])
         if stamp is not None:
-            memo.remember(ls, line_no, stamp, line_no)
+            memo.remember(ls, stamp, line_no)
         else:
-            stamp = memo.before(text, ls, line_no)
+            stamp = memo.before(ls, line_no)
             ev.time_inherited = stamp is not None
         if stamp is not None:
             ev.time, ev.offset, ev.boot_seconds = stamp.time, stamp.offset, stamp.boot_seconds
             if stamp.host and not ev.host:
                 ev.host = stamp.host
-            if stamp.time is not None and stamp.time.year != YEAR_UNKNOWN:
-                res.years.add(stamp.time.year)
         if res.kind == "nvidia_smi_q" and ev.pci_bus_id is None:
-            _gpu_section(text, ls, ev)
+            _gpu_section(memo.data, ls, ev)
         for key in ("host", "pci_bus_id", "uuid"):
             if key in fields and getattr(ev, key) is None:
                 setattr(ev, key, fields[key])
         return ev
 
 
-_SMI_GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$", re.M)
-_SMI_UUID = re.compile(r"^\s+GPU UUID\s+:\s+(GPU-[0-9a-fA-F-]+)", re.M)
+_WINDOW = 64 * 1024  # first window of a block searched for progress lines; doubles as needed
 
 
-def _gpu_section(text: str, pos: int, ev: Event) -> None:
+def _line_end_after(data: bytes, pos: int) -> int:
+    """Offset just past the newline ending the line that holds ``pos`` (or the block's end)."""
+    if pos >= len(data):
+        return len(data)
+    return data.find(b"\n", pos) + 1 or len(data)
+
+
+def _line_start_before(data: bytes, pos: int) -> int:
+    """Offset of the start of the line that holds ``pos`` (0 at the block's start)."""
+    if pos <= 0:
+        return 0
+    return data.rfind(b"\n", 0, pos) + 1
+
+
+def classify(display: str, first_block: bytes) -> tuple[str, bool]:
+    """A source's kind and whether its lines carry srun labels, from its first block."""
+    sample = first_block[:_SAMPLE].decode("utf-8", "replace")
+    return detect_kind(display, sample), looks_srun_labelled(sample.splitlines()[:200])
+
+
+def merge_parts(src: Source, parts: list[PartResult]) -> SourceResult:
+    """Join a source's parts, in order, into what one sequential pass gives."""
+    res = SourceResult(source=src, kind=parts[0].kind if parts else "training_log")
+    res.file_rank = rank_from_name(src.display)
+    seen: set[ContextKey] = set()
+    counts: dict[str, int] = {}
+    heads: dict[str, list[Event]] = {}
+    tails: dict[str, deque[Event]] = {}
+    offset = 0
+    for part in parts:
+        for ordinal, key, ev in part.events:
+            sid = ev.signature_id or ""
+            if counts.get(sid, 0) + ordinal > MAX_EVENTS_PER_SIGNATURE:
+                continue
+            if key is not None:
+                if key in seen:
+                    continue
+                seen.add(key)
+            ev.line_no += offset
+            res.events.append(ev)
+        for sid, n in part.hits.items():
+            counts[sid] = counts.get(sid, 0) + n
+        for sid, keep in part.progress.items():
+            head = heads.setdefault(sid, [])
+            tail = tails.setdefault(sid, deque(maxlen=PROGRESS_TAIL))
+            for ev in (*keep.head, *keep.tail):
+                ev.line_no += offset
+                (head if len(head) < PROGRESS_HEAD else tail).append(ev)
+        res.lines += part.lines
+        res.ranks |= part.ranks
+        offset += part.lines
+    for sid in heads:
+        res.events.extend(heads[sid])
+        res.events.extend(tails[sid])
+    res.events.sort(key=lambda e: e.line_no)
+    for ev in res.events:
+        if res.file_rank is not None and ev.rank is None:
+            ev.rank = res.file_rank
+        if ev.time is not None and ev.time.year != YEAR_UNKNOWN:
+            res.years.add(ev.time.year)
+    if res.file_rank is not None:
+        res.ranks.add(res.file_rank)
+    res.dropped = {sid: n - MAX_EVENTS_PER_SIGNATURE for sid, n in counts.items() if n > MAX_EVENTS_PER_SIGNATURE}
+    return res
+
+
+_SMI_GPU = re.compile(rb"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$", re.M)
+_SMI_UUID = re.compile(rb"^\s+GPU UUID\s+:\s+(GPU-[0-9a-fA-F-]+)", re.M)
+
+
+def _gpu_section(data: bytes, pos: int, ev: Event) -> None:
     """In ``nvidia-smi -q`` output a value belongs to the GPU whose header precedes it."""
-    start = text.rfind("\nGPU ", 0, pos)
-    if start < 0 and not text.startswith("GPU "):
+    start = data.rfind(b"\nGPU ", 0, pos)
+    if start < 0 and not data.startswith(b"GPU "):
         return
-    m = _SMI_GPU.match(text, start + 1)
+    m = _SMI_GPU.match(data, start + 1)
     if m is None:
         return
-    ev.pci_bus_id = normalize_pci(m.group(1))
-    u = _SMI_UUID.search(text, m.end(), pos)
+    ev.pci_bus_id = normalize_pci(m.group(1).decode("ascii"))
+    u = _SMI_UUID.search(data, m.end(), pos)
     if u is not None:
-        ev.uuid = u.group(1)
+        ev.uuid = u.group(1).decode("ascii")
 
 
 class _StampMemo:
-    """The nearest stamped line before a matched line, looked up at most LOOKBACK_LINES back.
+    """The nearest stamped line before a matched line of a block, at most LOOKBACK_LINES back.
 
     Matched lines arrive in order, so the walk back stops at the previous matched line, whose
-    answer is remembered: each line of a chunk is parsed for a stamp at most once.
+    answer is remembered: each line of a block is parsed for a stamp at most once. The answer
+    is the same as a full walk back, whichever lines matched before.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, data: bytes) -> None:
+        self.data = data
         self.pos = -1  # start offset of the last matched line
-        self.line_no = 0
         self.stamp: Stamp | None = None
         self.stamp_line = 0
 
-    def recent(self, line_no: int) -> Stamp | None:
-        """The last stamp seen, if it is close enough above ``line_no`` to be inherited."""
-        if self.stamp is not None and line_no - self.stamp_line <= LOOKBACK_LINES:
-            return self.stamp
-        return None
+    def remember(self, pos: int, stamp: Stamp | None, stamp_line: int) -> None:
+        self.pos, self.stamp, self.stamp_line = pos, stamp, stamp_line
 
-    def remember(self, pos: int, line_no: int, stamp: Stamp | None, stamp_line: int) -> None:
-        self.pos, self.line_no, self.stamp, self.stamp_line = pos, line_no, stamp, stamp_line
-
-    def before(self, text: str, pos: int, line_no: int) -> Stamp | None:
+    def before(self, pos: int, line_no: int) -> Stamp | None:
         if pos == self.pos:
             return self.stamp if self.stamp is not None and line_no - self.stamp_line <= LOOKBACK_LINES else None
+        data = self.data
         end = pos - 1
         cur = line_no - 1
         found: Stamp | None = None
         found_line = 0
         while cur >= line_no - LOOKBACK_LINES and end > 0:
-            start = text.rfind("\n", 0, end) + 1
+            start = data.rfind(b"\n", 0, end) + 1
             if start <= self.pos:
                 if self.stamp is not None and line_no - self.stamp_line <= LOOKBACK_LINES:
                     found, found_line = self.stamp, self.stamp_line
                 break
-            st = parse_stamp(text[start:end])
+            st = parse_stamp(data[start:end].decode("utf-8", "replace"))
             if st is not None and (st.time is not None or st.boot_seconds is not None):
                 found, found_line = st, cur
                 break
             end = start - 1
             cur -= 1
-        self.remember(pos, line_no, found, found_line)
+        self.remember(pos, found, found_line)
         return found
 
 
@@ -256,6 +372,10 @@ def fill_years(results: list[SourceResult]) -> None:
 
 
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024  # below this a process pool costs more than it saves
+SPLIT_MIN_BYTES = 64 * 1024 * 1024  # a file this large is split across the pool
+SPLIT_PART_BYTES = 16 * 1024 * 1024  # the smallest stretch worth a task of its own
+
+Unit = tuple[Source, tuple[int, int | None] | None, tuple[str, bool] | None]
 
 
 def default_jobs(sources: list[Source]) -> int:
@@ -263,16 +383,52 @@ def default_jobs(sources: list[Source]) -> int:
     env = os.environ.get("DENPEX_JOBS")
     if env and env.isdigit():
         return max(1, int(env))
-    files = [s for s in sources if s.path is not None]
-    if len(files) < 2:
-        return 1
     total = 0
-    for s in files:
-        with contextlib.suppress(OSError):
-            total += s.path.stat().st_size if s.path else 0
+    for s in sources:
+        if s.path is not None:
+            with contextlib.suppress(OSError):
+                total += s.path.stat().st_size
     if total < PARALLEL_MIN_BYTES:
         return 1
-    return max(1, min(len(files), os.cpu_count() or 1))
+    return max(1, os.cpu_count() or 1)
+
+
+def plan_units(sources: list[Source], jobs: int) -> list[Unit]:
+    """Work for the pool: whole files, and large plain files cut into stretches of whole blocks."""
+    units: list[Unit] = []
+    for src in sources:
+        size = 0
+        if src.path is not None and jobs > 1:
+            with contextlib.suppress(OSError):
+                size = src.path.stat().st_size
+        head = _splittable_head(src) if size >= SPLIT_MIN_BYTES else None
+        if head is None:
+            units.append((src, None, None))
+            continue
+        parts = max(2, min(jobs, size // SPLIT_PART_BYTES))
+        points = split_points(src.path, size, parts) if src.path else [0, size]
+        # The last stretch reads to the end, keeping a final line that has no newline.
+        units.extend((src, (a, b if b < size else None), head) for a, b in itertools.pairwise(points))
+    return units
+
+
+def _splittable_head(src: Source) -> tuple[str, bool] | None:
+    """The kind from a plain text file's first block, or None when the file must be read whole."""
+    if src.path is None:
+        return None
+    try:
+        with src.path.open("rb") as fh:
+            magic = fh.read(4)
+    except OSError:
+        return None
+    if magic[:2] == b"\x1f\x8b" or magic == b"\x28\xb5\x2f\xfd":
+        return None  # compressed: only a sequential read can get at its lines
+    probe = Source(display=src.display, path=src.path, index=src.index)
+    with contextlib.closing(read_blocks(probe, (0, BLOCK))) as blocks:
+        first = next(blocks, None)
+    if first is None or probe.warnings:
+        return None  # binary, unreadable, or an over-long line at the start: read it whole
+    return classify(src.display, first.data)
 
 
 _WORKER: Scanner | None = None
@@ -280,6 +436,8 @@ _WORKER: Scanner | None = None
 
 def _init_worker(dirs: list[str], engine_name: str) -> None:
     global _WORKER
+    if _WORKER is not None:
+        return  # forked from a parent that had it built
     from denpex.catalog.loader import load_catalog
     from denpex.scan.engine import default_engine as make_engine
 
@@ -287,44 +445,58 @@ def _init_worker(dirs: list[str], engine_name: str) -> None:
     _WORKER = Scanner(cat, make_engine(cat.signatures, engine_name))
 
 
-def _scan_in_worker(src: Source) -> SourceResult:
+def _scan_in_worker(unit: Unit) -> PartResult:
     assert _WORKER is not None
-    return _WORKER.scan_source(src)
+    src, part, head = unit
+    return _WORKER.scan_part(src, part, head)
 
 
 def scan_all(catalog: Catalog, sources: list[Source], engine: Engine | None = None,
              jobs: int | None = None, progress: Progress | None = None) -> list[SourceResult]:
-    """Scan every source; files spread over a process pool give the same results as one process."""
+    """Scan every source; files and stretches spread over a process pool give the same results as one process."""
+    global _WORKER
     scanner = Scanner(catalog, engine, progress)
     jobs = default_jobs(sources) if jobs is None else jobs
-    if jobs <= 1:
+    units = plan_units(sources, jobs)
+    if jobs <= 1 or len(units) < 2:
         results = []
         for s in sources:
             results.append(scanner.scan_source(s))
             if progress is not None:
                 progress.file_done()
-    else:
-        from concurrent.futures import ProcessPoolExecutor
+        fill_years(results)
+        return results
+    from concurrent.futures import ProcessPoolExecutor
 
-        dirs = [str(d) for d in catalog.dirs]
-        pooled = [s for s in sources if s.path is not None]
-        by_index: dict[int, SourceResult] = {}
+    dirs = [str(d) for d in catalog.dirs]
+    pooled = [u for u in units if u[0].path is not None]
+    parts: dict[int, list[PartResult]] = {}
+    last_unit = {u[0].index: i for i, u in enumerate(pooled)}
+    _WORKER = Scanner(catalog, scanner.engine)  # inherited by forked workers
+    try:
         with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
                                  initargs=(dirs, scanner.engine.name)) as pool:
-            for res in pool.map(_scan_in_worker, pooled, chunksize=max(1, len(pooled) // (jobs * 8))):
-                by_index[res.source.index] = res
+            done = pool.map(_scan_in_worker, pooled, chunksize=max(1, len(pooled) // (jobs * 8)))
+            for i, (unit, part) in enumerate(zip(pooled, done, strict=True)):
+                parts.setdefault(unit[0].index, []).append(part)
                 if progress is not None:
-                    progress.add_bytes(res.source.bytes_read)
-                    progress.file_done()
-        for s in sources:
-            if s.path is None:
-                by_index[s.index] = scanner.scan_source(s)
-        results = [by_index[s.index] for s in sources]
-        for s, r in zip(sources, results, strict=True):
-            s.warnings[:] = r.source.warnings  # the worker filled its own copy
-            r.source = s
+                    progress.add_bytes(part.source.bytes_read)
+                    if last_unit[unit[0].index] == i:
+                        progress.file_done()
+    finally:
+        _WORKER = None
+    results = []
+    for s in sources:
+        if s.path is None:
+            results.append(scanner.scan_source(s))
+            continue
+        got = parts.get(s.index, [])
+        for p in got:
+            s.warnings.extend(w for w in p.source.warnings if w not in s.warnings)
+            s.bytes_read += p.source.bytes_read
+        results.append(merge_parts(s, got))
     fill_years(results)
     return results
 
 
-__all__ = ["Scanner", "SourceResult", "fill_years", "scan_all"]
+__all__ = ["PartResult", "Scanner", "SourceResult", "fill_years", "merge_parts", "scan_all"]

@@ -1,0 +1,97 @@
+"""A file scanned in parts, over a process pool, gives exactly what one sequential pass gives."""
+
+from __future__ import annotations
+
+import gzip
+import random
+from pathlib import Path
+
+import pytest
+
+from denpex.catalog import Catalog
+from denpex.collect import inputs
+from denpex.collect.inputs import expand_paths
+from denpex.diagnose.incident import build_incident
+from denpex.diagnose.run import diagnose_results
+from denpex.report.json_report import render_json
+from denpex.scan import scanner
+from denpex.scan.engine import ReEngine, default_engine
+from denpex.scan.scanner import plan_units, scan_all
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _big_log(path: Path, seed: int = 3) -> None:
+    """Real corpus lines, shuffled by file, among floods of progress and repeated context lines."""
+    rng = random.Random(seed)
+    logs = sorted(p for p in (REPO / "tests" / "corpus").rglob("*.log") if p.stat().st_size < 200_000)
+    rng.shuffle(logs)
+    out: list[str] = []
+    step = 0
+    for log in logs[:40]:
+        for _ in range(rng.randint(50, 400)):
+            step += 1
+            out.append(f"2024-05-01 10:{step // 60 % 60:02d}:{step % 60:02d} iteration {step:8d}/ 500000 | "
+                       f"lm loss: 2.{rng.randint(0, 999):03d}E+00 |")
+            if rng.random() < 0.2:
+                out.append(f"host{rng.randint(1, 9)}:{rng.randint(100, 999)}:1 [0] NCCL INFO Using network IB")
+        out.extend(log.read_text(errors="replace").splitlines())
+    path.write_text("\n".join(out))  # no final newline: the last line must survive the split too
+
+
+@pytest.fixture()
+def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(inputs, "BLOCK", 16 * 1024)
+    monkeypatch.setattr(scanner, "BLOCK", 16 * 1024)
+    monkeypatch.setattr(inputs, "SPLIT_SEARCH", 2048)
+    monkeypatch.setattr(scanner, "SPLIT_MIN_BYTES", 64 * 1024)
+    monkeypatch.setattr(scanner, "SPLIT_PART_BYTES", 16 * 1024)
+    monkeypatch.setattr(scanner, "MAX_EVENTS_PER_SIGNATURE", 25)
+    monkeypatch.setattr(scanner, "_WINDOW", 512)
+
+
+def _incident(catalog: Catalog, path: Path, jobs: int, engine: object = None) -> str:
+    sources, _ = expand_paths([str(path)])
+    results = scan_all(catalog, sources, engine, jobs=jobs)  # type: ignore[arg-type]
+    doc = build_incident(diagnose_results(catalog, results))
+    doc.pop("generated_at")
+    events = [(e.line_no, e.signature_id, e.text, e.rank, str(e.time)) for r in results for e in r.events]
+    return render_json(doc) + repr(events)
+
+
+@pytest.mark.usefixtures("small_blocks")
+@pytest.mark.parametrize("engine_name", ["auto", "re"])
+def test_split_file_gives_the_same_incident_as_one_process(catalog: Catalog, tmp_path: Path,
+                                                           engine_name: str) -> None:
+    log = tmp_path / "train.log"
+    _big_log(log)
+    engine = default_engine(catalog.signatures, engine_name)
+    units = plan_units(expand_paths([str(log)])[0], jobs=3)
+    assert len(units) >= 3  # the file really is cut
+    assert _incident(catalog, log, jobs=1, engine=engine) == _incident(catalog, log, jobs=3, engine=engine)
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_part_boundaries_fall_on_whole_lines(catalog: Catalog, tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    _big_log(log, seed=5)
+    sources, _ = expand_paths([str(log)])
+    total = 0
+    for src, part, _ in plan_units(sources, jobs=4):
+        total += sum(b.n_lines for b in inputs.read_blocks(src, part))
+    assert total == len(log.read_text().splitlines())
+
+
+def test_compressed_files_and_stdin_are_not_split(tmp_path: Path) -> None:
+    gz = tmp_path / "big.log.gz"
+    gz.write_bytes(gzip.compress(b"x" * 10))
+    sources, _ = expand_paths([str(gz)])
+    assert plan_units(sources, jobs=4) == [(sources[0], None, None)]
+
+
+def test_engines_agree_on_split_parts(catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(inputs, "BLOCK", 16 * 1024)
+    log = tmp_path / "train.log"
+    _big_log(log, seed=9)
+    hs = default_engine(catalog.signatures, "auto")
+    assert _incident(catalog, log, 1, hs) == _incident(catalog, log, 1, ReEngine(catalog.signatures))
