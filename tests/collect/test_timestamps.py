@@ -3,10 +3,10 @@ from __future__ import annotations
 from datetime import datetime
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from denpex.collect.timestamps import YEAR_UNKNOWN, parse_stamp
+from denpex.collect.timestamps import YEAR_UNKNOWN, parse_stamp, parse_stamp_general
 
 CASES = [
     ("dmesg -T", "[Tue May  7 12:00:00 2024] NVRM: Xid", datetime(2024, 5, 7, 12, 0), None),
@@ -40,3 +40,14 @@ def test_no_stamp() -> None:
 @given(st.text(max_size=200))
 def test_parse_stamp_never_raises(line: str) -> None:
     parse_stamp(line)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(list("0123456789-:T .,Z+x")), min_size=0, max_size=4),
+       st.lists(st.integers(0, 23), min_size=4, max_size=4), st.sampled_from(["", " a", "1", "+0530 h", ":00"]))
+def test_fast_iso_path_agrees_with_the_general_parser(noise: list[str], where: list[int], tail: str) -> None:
+    chars = list("2024-06-20T21:00:27.005Z")
+    for ch, pos in zip(noise, where, strict=False):
+        chars[pos] = ch
+    line = "".join(chars) + tail
+    assert parse_stamp(line) == parse_stamp_general(line)

@@ -67,7 +67,7 @@ def required_literals(pattern: str) -> frozenset[str] | None:
     if best is None:
         return None
     # ASCII case folding only, as the engines match (re.ASCII, Hyperscan's caseless).
-    return frozenset("".join(c.lower() if c.isascii() else c for c in s) for s in best)
+    return frozenset(_ascii_lower(s) for s in best)
 
 
 # Words that occur on a large share of ordinary log lines: a literal made of little else
@@ -85,7 +85,28 @@ def _score(cands: frozenset[str]) -> tuple[int, int]:
     return (min(_weight(c) for c in cands), -len(cands))
 
 
+def required_literal_sets(pattern: str) -> list[frozenset[str]]:
+    """Every literal choice a match must make: one string of each set occurs in every match.
+
+    ``required_literals`` is the most selective of these; checking the others too on the few
+    lines that pass it spares most of the regex runs a prefilter would otherwise leave.
+    """
+    options = _options(list(sre_parse.parse(pattern)))
+    return [frozenset(_ascii_lower(s) for s in opt) for opt in options]
+
+
+def _ascii_lower(s: str) -> str:
+    return "".join(c.lower() if c.isascii() else c for c in s)
+
+
 def _required(seq: list[tuple[Any, Any]]) -> frozenset[str] | None:
+    options = _options(seq)
+    if not options:
+        return None
+    return max(options, key=_score)
+
+
+def _options(seq: list[tuple[Any, Any]]) -> list[frozenset[str]]:
     options: list[frozenset[str]] = []
     run: list[str] = []
 
@@ -111,9 +132,7 @@ def _required(seq: list[tuple[Any, Any]]) -> frozenset[str] | None:
         if sub:
             options.append(sub)
     flush()
-    if not options:
-        return None
-    return max(options, key=_score)
+    return options
 
 
 _NEWLINE_CATEGORIES = {sre_c.CATEGORY_SPACE, sre_c.CATEGORY_NOT_WORD, sre_c.CATEGORY_NOT_DIGIT,

@@ -153,13 +153,17 @@ class _SkipSource(Exception):
     pass
 
 
+_TEXT_BYTES = bytes([b for b in range(256) if b >= 0x20 or b in (9, 10, 13, 12, 27)])
+_HIGH_BYTES = bytes(range(0x80, 0x100))
+
+
 def is_binary(sample: bytes) -> bool:
     """Binary junk: NUL bytes or mostly non-text bytes in the first block."""
     if not sample:
         return False
     if sample.count(b"\x00") > max(8, len(sample) // 100):
         return True
-    text_bytes = sum(1 for b in sample if b >= 0x20 or b in (9, 10, 13, 12, 27))
+    text_bytes = len(sample) - len(sample.translate(None, _TEXT_BYTES))
     if text_bytes / len(sample) < 0.85:
         return True
     try:
@@ -168,7 +172,7 @@ def is_binary(sample: bytes) -> bool:
     except UnicodeDecodeError as exc:
         if exc.start >= len(sample) - 4:
             return False  # a multi-byte character cut by the sample's end
-        bad = sum(1 for b in sample if b >= 0x80)
+        bad = len(sample) - len(sample.translate(None, _HIGH_BYTES))
         decoded = sample.decode("utf-8", errors="replace")
         return decoded.count("\ufffd") > max(64, bad // 2) and decoded.count("\ufffd") > len(sample) // 20
 

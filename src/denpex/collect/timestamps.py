@@ -58,10 +58,56 @@ def _safe(year: int, month: int, day: int, h: int, mi: int, sec: int, us: int) -
         return None
 
 
+def _iso_at_start(line: str) -> Stamp | None:
+    """The common case, ``2024-05-01T12:00:00.123Z ...``, without a regex; None when unsure."""
+    try:
+        t = _safe(int(line[0:4]), int(line[5:7]), int(line[8:10]), int(line[11:13]), int(line[14:16]),
+                  int(line[17:19]), 0)
+    except ValueError:
+        return None
+    if t is None:
+        return None
+    pos, n = 19, len(line)
+    if pos < n and line[pos] in ".,":
+        end = pos + 1
+        while end < n and end - pos <= 9 and line[end].isdigit() and line[end].isascii():
+            end += 1
+        if end == pos + 1:
+            return None
+        t = t.replace(microsecond=_frac(line[pos + 1:end]))
+        pos = end
+    off: str | None = None
+    if pos < n and line[pos] == "Z":
+        off = "+00:00"
+    elif pos < n and line[pos] in "+-":
+        m = _OFFSET.match(line, pos)
+        if m:
+            off = m.group(0) if ":" in m.group(0) else m.group(0)[:3] + ":" + m.group(0)[3:]
+    return Stamp(time=t, offset=off)
+
+
+_TIME_OF_DAY = re.compile(r"\d{2}:\d{2}:\d{2}")
+_OFFSET = re.compile(r"[+-]\d{2}:?\d{2}", re.ASCII)
+_ISO_START = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?!\d)", re.ASCII)
+
+
 def parse_stamp(line: str) -> Stamp | None:
+    """The time stamp a line starts with (or carries near its start), if any."""
+    if _ISO_START.match(line):
+        fast = _iso_at_start(line)
+        if fast is not None:
+            return fast
+    return parse_stamp_general(line)
+
+
+def parse_stamp_general(line: str) -> Stamp | None:
     head = line[:_HEAD]
     if ":" not in head and "." not in head:
         return None  # every form below has a ':' (time of day) or '.' (dmesg seconds)
+    if not _TIME_OF_DAY.search(head):
+        # Only dmesg's seconds since boot go without a time of day.
+        m = _DMESG_BOOT.match(head) if head.startswith("[") else None
+        return Stamp(boot_seconds=float(f"{m.group(1)}.{m.group(2)}")) if m else None
     if head.startswith("["):
         m = _DMESG_T.match(head)
         if m:

@@ -13,12 +13,11 @@ confirmed hits; a differential test holds them to it.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Protocol
 
 from denpex.catalog.model import Signature
-from denpex.catalog.regex_subset import required_literals
+from denpex.catalog.regex_subset import required_literal_sets
 
 Candidate = tuple[int, int, int, bool]
 
@@ -29,6 +28,7 @@ class Engine(Protocol):
 
     name: str
     signatures: list[Signature]
+    reports_all_progress: bool  # whether scan() lists every progress line, not just one per block
 
     def scan(self, block: bytes) -> list[Candidate]:
         ...
@@ -37,129 +37,148 @@ class Engine(Protocol):
         ...
 
 
-def _trie_regex(words: Sequence[str]) -> str:
-    """One regex alternation shaped as a trie, so ``re`` checks shared prefixes once."""
-    trie: dict[str, dict] = {}  # type: ignore[type-arg]
-    for w in words:
-        node = trie
-        for ch in w:
-            node = node.setdefault(ch, {})
-        node[""] = {}
-
-    def build(node: dict) -> str:  # type: ignore[type-arg]
-        ends = "" in node
-        alts = [re.escape(ch) + build(sub) for ch, sub in sorted(node.items()) if ch]
-        if not alts:
-            return ""
-        body = alts[0] if len(alts) == 1 else "(?:" + "|".join(alts) + ")"
-        if ends:
-            return "(?:" + body + ")?"
-        return body
-
-    return build(trie)
-
-
-def _shape_table() -> bytes:
+def _table(blur_hex: bool) -> bytes:
     table = bytearray(range(256))
     for c in range(ord("A"), ord("Z") + 1):
         table[c] = c + 32
-    for c in range(ord("0"), ord("9") + 1):
+    for c in b"0123456789abcdefABCDEF" if blur_hex else b"0123456789":
         table[c] = ord("0")
     return bytes(table)
 
 
-# A line's shape: ASCII lower-cased, every digit a '0'. Log lines repeat with different
-# numbers (steps, times, ranks), so most lines have a shape seen before; literals are put in
-# the same shape, so a literal in a line is always in the line's shape.
-SHAPE = _shape_table()
+# Two shapes of a line, both ASCII lower-cased. The blurred one turns every hex digit into
+# '0': log lines repeat with different numbers, ids and addresses (steps, times, ranks,
+# 0x7f3a...), so most blurred lines have been seen before and their answer is remembered. The
+# plain one turns only decimal digits into '0' and keeps the letters the blur loses, so the
+# remembered answer is checked against it with a few substring tests. Literals are put in
+# the same shapes, so a literal in a line is always in both of the line's shapes.
+BLUR = _table(blur_hex=True)
+PLAIN = _table(blur_hex=False)
 _CACHE_LINE = 1024  # longer lines are rarely repeated; not worth remembering
 _CACHE_ENTRIES = 200_000
 
+LiteralSets = tuple[tuple[bytes, ...], ...]  # one literal of each set must occur
+# A signature, and plain-shape literals one of which the line must hold (None: nothing to check)
+Check = tuple[int, tuple[bytes, ...] | None]
+
+
+def _information(shaped: bytes) -> int:
+    """Bytes of a blurred literal that a blurred shape keeps apart (not '0' or a space)."""
+    return len(shaped) - shaped.count(b"0") - shaped.count(b" ")
+
+
+def _has_all(sets: LiteralSets, text: bytes, start: int = 0, end: int | None = None) -> bool:
+    stop = len(text) if end is None else end
+    return all(any(text.find(lit, start, stop) >= 0 for lit in opt) for opt in sets)
+
 
 class ReEngine:
-    """Standard-library engine: literal prefilter per line shape, confirmed by the scanner."""
+    """Standard-library engine: literal prefilter per line shape, confirmed by the scanner.
+
+    Each pattern is indexed under one three-byte piece (without white space) of its most
+    selective required literal. A blurred shape not seen before is cut into words, each word
+    into its three-byte pieces (remembered per word: words repeat far more than lines); only
+    patterns indexed under one of them are looked at, and such a pattern passes only when
+    every literal it requires (one of each set) is in the shape. Per line, the passing
+    patterns' literals are then looked up in the plain shape.
+    """
 
     name = "re"
+    reports_all_progress = True
 
     def __init__(self, signatures: Sequence[Signature]) -> None:
         self.signatures = list(signatures)
-        lit_to_sigs: dict[str, set[int]] = {}
         self.unfiltered: list[int] = []
+        # (blurred key literal, other blurred sets, signature, pattern number)
+        entries: list[tuple[bytes, LiteralSets, int, int]] = []
+        # Per pattern: the plain form of its key literals, or None when the blur loses nothing of them
+        self._plain: dict[tuple[int, int], tuple[bytes, ...] | None] = {}
         for idx, sig in enumerate(self.signatures):
-            lits: set[str] = set()
-            for pat in sig.patterns:
-                req = required_literals(pat)
-                if req is None:
-                    self.unfiltered.append(idx)
+            mine: list[tuple[bytes, LiteralSets, int, int]] = []
+            for no, pat in enumerate(sig.patterns):
+                sets = required_literal_sets(pat)
+                if not sets:
                     break
-                lits |= {lit.encode("utf-8").translate(SHAPE).decode("latin-1") for lit in req}
+                pairs = [tuple(sorted((lit.encode("utf-8").translate(BLUR), lit.encode("utf-8").translate(PLAIN))
+                                      for lit in opt)) for opt in sets]
+                # The key is the set whose literals keep the most letters the blur does not lose.
+                best = max(pairs, key=lambda st: (min(_information(b) for b, _ in st), -len(st)))
+                others = tuple(tuple(b for b, _ in st) for st in pairs if st is not best)
+                lossless = all(b == p for b, p in best)
+                self._plain[(idx, no)] = None if lossless else tuple(p for _, p in best)
+                mine.extend((b, others, idx, no) for b, _ in best)
             else:
-                for lit in lits:
-                    lit_to_sigs.setdefault(lit, set()).add(idx)
-        literals = sorted(lit_to_sigs)
-        # A greedy trie match returns the longest literal at a position; every shorter literal
-        # that also matches there is a prefix of it, so precompute that closure.
-        self._sigs_for_hit: dict[bytes, frozenset[int]] = {}
-        for lit in literals:
-            acc: set[int] = set(self.unfiltered)
-            for other in literals:
-                if lit.startswith(other):
-                    acc |= lit_to_sigs[other]
-            self._sigs_for_hit[lit.encode("latin-1")] = frozenset(acc)
-        self._prefilter = re.compile(_trie_regex(literals).encode("latin-1")) if literals else None
-        self._always = tuple(sorted(self.unfiltered))
-        self._shapes: dict[bytes, tuple[int, ...]] = {}
+                entries.extend(mine)
+                continue
+            self.unfiltered.append(idx)
+        self._by_gram: dict[bytes, list[tuple[bytes, LiteralSets, int, int]]] = {}
+        self._spanning: list[tuple[bytes, LiteralSets, int, int]] = []
+        for entry in entries:
+            grams = [g for g in (entry[0][i:i + 3] for i in range(len(entry[0]) - 2)) if g.split() == [g]]
+            if not grams:
+                self._spanning.append(entry)  # every piece holds white space: checked on every new shape
+                continue
+            gram = min(grams, key=lambda g: (len(self._by_gram.get(g, ())), g))
+            self._by_gram.setdefault(gram, []).append(entry)
+        self._grams = frozenset(self._by_gram)
+        self._shapes: dict[bytes, tuple[Check, ...]] = {}
+        self._words: dict[bytes, frozenset[bytes]] = {}
 
-    def _for_shape(self, shape: bytes) -> tuple[int, ...]:
-        """Signature indices whose literals occur in a line of this shape."""
-        rx = self._prefilter
-        if rx is None:
-            return self._always
-        found: set[int] = set(self.unfiltered)
-        pos = 0
-        n = len(shape)
-        hits = self._sigs_for_hit
-        while pos < n:
-            m = rx.search(shape, pos)
-            if m is None:
-                break
-            start = m.start()
-            if m.end() > start:
-                found |= hits[m.group()]
-            # literals starting inside this hit are found by matching at each later offset
-            for q in range(start + 1, m.end()):
-                m2 = rx.match(shape, q)
-                if m2 is not None and m2.end() > q:
-                    found |= hits[m2.group()]
-            pos = start + 1 if m.end() == start else m.end()
-        return tuple(sorted(found))
+    def _for_shape(self, shape: bytes) -> tuple[Check, ...]:
+        """Signatures that may match a line of this blurred shape, with what the plain shape must hold."""
+        words = self._words
+        grams: set[bytes] = set()
+        for word in set(shape.split()):
+            got = words.get(word)
+            if got is None:
+                got = frozenset(word[i:i + 3] for i in range(len(word) - 2)) & self._grams
+                if len(words) >= _CACHE_ENTRIES:
+                    words.clear()
+                words[word] = got
+            if got:
+                grams |= got
+        passing: dict[int, set[int]] = {}
+        candidates = [e for g in grams for e in self._by_gram[g]] + self._spanning
+        for lit, others, idx, no in candidates:
+            if lit in shape and _has_all(others, shape):
+                passing.setdefault(idx, set()).add(no)
+        checks: list[Check] = [(idx, None) for idx in self.unfiltered]
+        for idx in sorted(passing):
+            plain = [self._plain[(idx, no)] for no in sorted(passing[idx])]
+            checks.append((idx, None if any(p is None for p in plain) else
+                           tuple(sorted({lit for p in plain if p is not None for lit in p}))))
+        checks.sort(key=lambda c: c[0])
+        return tuple(checks)
 
     def scan(self, block: bytes) -> list[Candidate]:
         return self._lines(block, 0, len(block), None)
 
     def progress_candidates(self, block: bytes, start: int, end: int, sig: int) -> list[Candidate]:
-        return self._lines(block, start, end, frozenset([sig]))
+        return self._lines(block, start, end, sig)
 
-    def _lines(self, block: bytes, start: int, end: int, only: frozenset[int] | None) -> list[Candidate]:
-        """Candidates of the whole lines in ``block[start:end]`` (of the signatures ``only``)."""
+    def _lines(self, block: bytes, start: int, end: int, only: int | None) -> list[Candidate]:
+        """Candidates of the whole lines in ``block[start:end]`` (of signature ``only``)."""
         out: list[Candidate] = []
         shapes = self._shapes
         get = shapes.get
-        pos = start
         if start > 0 or end < len(block):
             block = block[start:end]
-        for line in block.translate(SHAPE).split(b"\n")[:-1]:
-            cands = get(line)
-            if cands is None:
-                cands = self._for_shape(line)
+        find = block.translate(PLAIN).find
+        pos = 0
+        for line in block.translate(BLUR).split(b"\n")[:-1]:
+            checks = get(line)
+            if checks is None:
+                checks = self._for_shape(line)
                 if len(line) <= _CACHE_LINE:
                     if len(shapes) >= _CACHE_ENTRIES:
                         shapes.clear()
-                    shapes[line] = cands
+                    shapes[line] = checks
             le = pos + len(line)
-            for idx in cands:
-                if only is None or idx in only:
-                    out.append((pos, le, idx, True))
+            for idx, alts in checks:
+                if only is not None and idx != only:
+                    continue
+                if alts is None or any(find(lit, pos, le) >= 0 for lit in alts):
+                    out.append((pos + start, le + start, idx, True))
             pos = le + 1
         return out
 

@@ -36,6 +36,7 @@ def available() -> bool:
 
 class HyperscanEngine:
     name = "hyperscan"
+    reports_all_progress = False
 
     def __init__(self, signatures: Sequence[Signature], cache: bool = True) -> None:
         if hyperscan is None:

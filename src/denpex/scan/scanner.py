@@ -28,7 +28,7 @@ from denpex.collect.kinds import detect_kind, rank_from_name
 from denpex.collect.lineinfo import looks_srun_labelled, normalize_pci, parse_line_info
 from denpex.collect.timestamps import YEAR_UNKNOWN, Stamp, parse_stamp
 from denpex.evidence import Event
-from denpex.scan.engine import Engine, default_engine
+from denpex.scan.engine import Candidate, Engine, default_engine
 from denpex.scan.progress import Progress
 
 _RANK_PREFIX = re.compile(rb"^(?:[\d\-:T.,/ ]{8,32} |\[\d+\] )?(?:\[default\d+\]:)?\[(rank|default)(\d+)\]:", re.M)
@@ -36,12 +36,18 @@ _SRUN_PREFIX = re.compile(rb"^\s{0,4}(\d{1,5}): ", re.M)
 _MPI_PREFIX = re.compile(rb"^\[(?:\d+,)?(\d+)\]<std", re.M)
 LOOKBACK_LINES = 64
 MAX_EVENTS_PER_SIGNATURE = 2000  # per source; beyond this a flood adds nothing to a diagnosis
+# A context signature whose fields feed no decision (which network NCCL chose, a link that came
+# back) is worth its first few lines; one that maps ranks or counts progress keeps the full cap.
+MAX_INFO_EVENTS = 8
+DECISION_FIELDS = frozenset({"rank", "local_rank", "world_size", "step", "epoch", "checkpoint", "completed",
+                             "failed_rank", "hung_ranks", "last_completed", "xid", "caused_by_xid"})
 # Progress lines (every training step) are kept as the first few and the latest:
 # diagnosis needs where the run started, whether it went on after an error, and how far it got.
-PROGRESS_HEAD = 5
-PROGRESS_TAIL = 50
+# Ten latest lines answer how far it got and whether two followed an error as well as fifty.
+PROGRESS_HEAD = 3
+PROGRESS_TAIL = 10
 _CONTEXT_PREFIX = 24  # a context line without fields is told apart by its launcher prefix (rank)
-_SAMPLE = 65536  # bytes of a source's start that tell its kind
+_SAMPLE = 16384  # bytes of a source's start that tell its kind (about a hundred lines)
 
 ContextKey = tuple[str, str, tuple[tuple[str, str], ...]]
 
@@ -86,9 +92,11 @@ class Scanner:
         self.catalog = catalog
         self.engine = engine or default_engine(catalog.signatures)
         self.progress = progress
+        self.caps = [_cap(sig) for sig in catalog.signatures]
+        self.caps_by_id = {sig.id: cap for sig, cap in zip(catalog.signatures, self.caps, strict=True)}
 
     def scan_source(self, src: Source) -> SourceResult:
-        return merge_parts(src, [self.scan_part(src)])
+        return merge_parts(src, [self.scan_part(src)], self.caps_by_id)
 
     def scan_part(self, src: Source, part: tuple[int, int | None] | None = None,
                   head: tuple[str, bool] | None = None) -> PartResult:
@@ -119,15 +127,18 @@ class Scanner:
         sigs = self.catalog.signatures
         hits = res.hits
         keep: list[tuple[int, Signature, str, dict[str, str], tuple[int, ContextKey | None] | None]] = []
-        present: dict[int, None] = {}
+        present: dict[int, list[Candidate]] = {}
+        caps = self.caps
         for ls, le, idx, need in self.engine.scan(data):
             sig = sigs[idx]
             if sig.category == "progress":
-                present[idx] = None  # where exactly is looked up below, only as far as needed
+                # Which of these lines to keep is decided below; an engine that reports every
+                # progress line hands them over, others are asked again only as far as needed.
+                present.setdefault(idx, []).append((ls, le, idx, need))
                 continue
             sid = sig.id
             n = hits.get(sid, 0)
-            if n >= MAX_EVENTS_PER_SIGNATURE:
+            if n >= caps[idx]:
                 # Past the cap a hit is only counted (the incident says how many were dropped).
                 if not need or sig.matches(data[ls:le].decode("utf-8", "replace")):
                     hits[sid] = n + 1
@@ -146,8 +157,8 @@ class Scanner:
                     continue
                 seen.add(key)
             keep.append((ls, sig, line, fields, (n + 1, key)))
-        for idx in present:
-            keep.extend(self._progress_lines(idx, data, res))
+        for idx, found in present.items():
+            keep.extend(self._progress_lines(idx, data, res, found if self.engine.reports_all_progress else None))
         # Line numbers and inherited stamps in one pass down the block.
         keep.sort(key=lambda k: k[0])
         memo = _StampMemo(data)
@@ -163,8 +174,8 @@ class Scanner:
             else:
                 res.events.append((tag[0], tag[1], ev))
 
-    def _progress_lines(self, idx: int, data: bytes,
-                        res: PartResult) -> list[tuple[int, Signature, str, dict[str, str], None]]:
+    def _progress_lines(self, idx: int, data: bytes, res: PartResult,
+                        found: list[Candidate] | None) -> list[tuple[int, Signature, str, dict[str, str], None]]:
         """Only the progress lines that can survive: the first few of the part and the block's latest.
 
         Training prints a progress line every step; turning each into an event would cost more
@@ -182,6 +193,25 @@ class Scanner:
             return (ls, sig, line, sig.extract_fields(line), None)
 
         want = PROGRESS_HEAD - len(kept.head)
+        if found is not None:
+            i = 0
+            while want > 0 and i < len(found):
+                ls, le, _, need = found[i]
+                i += 1
+                item = confirmed(ls, le, need)
+                if item is not None:
+                    out.append(item)
+                    want -= 1
+            latest_all: list[tuple[int, Signature, str, dict[str, str], None]] = []
+            j = len(found) - 1
+            while j >= i and len(latest_all) < PROGRESS_TAIL:
+                ls, le, _, need = found[j]
+                j -= 1
+                item = confirmed(ls, le, need)
+                if item is not None:
+                    latest_all.append(item)
+            out.extend(reversed(latest_all))
+            return out
         head_end = 0
         start, width = 0, _WINDOW
         while want > 0 and start < len(data):
@@ -247,13 +277,20 @@ def _line_start_before(data: bytes, pos: int) -> int:
     return data.rfind(b"\n", 0, pos) + 1
 
 
+def _cap(sig: Signature) -> int:
+    if sig.role != "context":
+        return MAX_EVENTS_PER_SIGNATURE
+    names = {name for rx in sig.compiled_extract for name in rx.groupindex}
+    return MAX_EVENTS_PER_SIGNATURE if names & DECISION_FIELDS else MAX_INFO_EVENTS
+
+
 def classify(display: str, first_block: bytes) -> tuple[str, bool]:
     """A source's kind and whether its lines carry srun labels, from its first block."""
     sample = first_block[:_SAMPLE].decode("utf-8", "replace")
-    return detect_kind(display, sample), looks_srun_labelled(sample.splitlines()[:200])
+    return detect_kind(display, sample), looks_srun_labelled(sample.split("\n", 200)[:200])
 
 
-def merge_parts(src: Source, parts: list[PartResult]) -> SourceResult:
+def merge_parts(src: Source, parts: list[PartResult], caps: dict[str, int]) -> SourceResult:
     """Join a source's parts, in order, into what one sequential pass gives."""
     res = SourceResult(source=src, kind=parts[0].kind if parts else "training_log")
     res.file_rank = rank_from_name(src.display)
@@ -265,7 +302,7 @@ def merge_parts(src: Source, parts: list[PartResult]) -> SourceResult:
     for part in parts:
         for ordinal, key, ev in part.events:
             sid = ev.signature_id or ""
-            if counts.get(sid, 0) + ordinal > MAX_EVENTS_PER_SIGNATURE:
+            if counts.get(sid, 0) + ordinal > caps.get(sid, MAX_EVENTS_PER_SIGNATURE):
                 continue
             if key is not None:
                 if key in seen:
@@ -295,7 +332,8 @@ def merge_parts(src: Source, parts: list[PartResult]) -> SourceResult:
             res.years.add(ev.time.year)
     if res.file_rank is not None:
         res.ranks.add(res.file_rank)
-    res.dropped = {sid: n - MAX_EVENTS_PER_SIGNATURE for sid, n in counts.items() if n > MAX_EVENTS_PER_SIGNATURE}
+    limits = {sid: caps.get(sid, MAX_EVENTS_PER_SIGNATURE) for sid in counts}
+    res.dropped = {sid: n - limits[sid] for sid, n in counts.items() if n > limits[sid]}
     return res
 
 
@@ -494,7 +532,7 @@ def scan_all(catalog: Catalog, sources: list[Source], engine: Engine | None = No
         for p in got:
             s.warnings.extend(w for w in p.source.warnings if w not in s.warnings)
             s.bytes_read += p.source.bytes_read
-        results.append(merge_parts(s, got))
+        results.append(merge_parts(s, got, scanner.caps_by_id))
     fill_years(results)
     return results
 
