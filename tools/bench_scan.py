@@ -29,12 +29,21 @@ def _size(text: str) -> int:
     return int(float(t[:-1]) * units[t[-1]]) if t[-1] in units else int(t)
 
 
+PEAK_RSS: dict[str, float] = {}
+
+
 def _time(cmd: list[str], env: dict[str, str] | None = None) -> float:
+    """Wall seconds of one run; the peak RSS of its largest process is kept in PEAK_RSS (MB)."""
     t0 = time.perf_counter()
-    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, check=False)
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    assert proc.stderr is not None
+    err = proc.stderr.read()
+    _, status, usage = os.wait4(proc.pid, 0)
     elapsed = time.perf_counter() - t0
-    if r.returncode not in (0, 1):
-        raise SystemExit(f"{cmd[0]} failed ({r.returncode}): {r.stderr.decode()[:300]}")
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode not in (0, 1):
+        raise SystemExit(f"{cmd[0]} failed ({proc.returncode}): {err.decode()[:300]}")
+    PEAK_RSS[" ".join(cmd)] = usage.ru_maxrss / 1024
     return elapsed
 
 
@@ -80,36 +89,43 @@ def main() -> int:
     pats_grep.write_bytes(subprocess.run([*DENPEX, "signatures", "export", "--format", "grep"],
                                          capture_output=True, check=True).stdout)
     mb = size / 1e6
-    rows: list[tuple[str, str, float, float]] = []
+    rows: list[tuple[str, str, float, float, float]] = []
+
+    def run(name: str, what: str, cmd: list[str], env: dict[str, str] | None = None, size_mb: float = mb) -> float:
+        secs = _time(cmd, env)
+        rows.append((name, what, secs, size_mb, PEAK_RSS[" ".join(cmd)]))
+        return secs
+
     rg = _ensure_rg()
     base = None
+    files = f"{args.ranks} files"
+    base_files = None
     if rg:
-        base = _time([rg, "-c", "--no-unicode", "-f", str(pats_rg), str(big)])
-        rows.append(("rg -c --no-unicode -f", "1 file", base, mb))
+        base = run("rg -c --no-unicode -f", "1 file", [rg, "-c", "--no-unicode", "-f", str(pats_rg), str(big)])
+        base_files = run("rg -c --no-unicode -f", files, [rg, "-c", "--no-unicode", "-f", str(pats_rg), str(ranks)])
         slice_ = work / "slice.log"
         with big.open("rb") as src:
             slice_.write_bytes(src.read(min(size, 1024 * 1024)))
-        t = _time([rg, "-c", "-f", str(pats_rg), str(slice_)])
-        rows.append(("rg -c -f (Unicode, 1 MiB slice)", "1 file", t, slice_.stat().st_size / 1e6))
+        run("rg -c -f (Unicode, 1 MiB slice)", "1 file", [rg, "-c", "-f", str(pats_rg), str(slice_)],
+            size_mb=slice_.stat().st_size / 1e6)
     env = dict(os.environ)
     env["DENPEX_ENGINE"] = "hyperscan"
-    _time([*DENPEX, "diagnose", str(big), "--format", "json"], env)  # warm the database cache
-    one = _time([*DENPEX, "diagnose", str(big), "--format", "json"], env)
-    rows.append(("denpex diagnose (hyperscan)", "1 file", one, mb))
-    rows.append(("denpex diagnose (hyperscan)", f"{args.ranks} files",
-                 _time([*DENPEX, "diagnose", str(ranks), "--format", "json"], env), mb))
+    _time([*DENPEX, "diagnose", str(slice_ if rg else big), "--format", "json"], env)  # warm the caches
+    run("denpex diagnose (hyperscan)", "1 file", [*DENPEX, "diagnose", str(big), "--format", "json"], env)
+    run("denpex diagnose (hyperscan)", files, [*DENPEX, "diagnose", str(ranks), "--format", "json"], env)
     if not args.skip_stdlib:
         env_re = dict(os.environ)
         env_re["DENPEX_ENGINE"] = "re"
-        rows.append(("denpex diagnose (stdlib re)", "1 file",
-                     _time([*DENPEX, "diagnose", str(big), "--format", "json"], env_re), mb))
-    rows.append(("grep -c -E -f", "1 file", _time(["grep", "-c", "-E", "-f", str(pats_grep), str(big)]), mb))
+        run("denpex diagnose (stdlib re)", "1 file", [*DENPEX, "diagnose", str(big), "--format", "json"], env_re)
+        run("denpex diagnose (stdlib re)", files, [*DENPEX, "diagnose", str(ranks), "--format", "json"], env_re)
+    run("grep -c -E -f", "1 file", ["grep", "-c", "-E", "-f", str(pats_grep), str(big)])
     print(f"corpus: {size / 2**20:.0f} MiB ({work}); {os.cpu_count()} cores")
-    print(f"{'tool':38} {'input':12} {'seconds':>9} {'MB/s':>9} {'time vs rg --no-unicode':>24}")
-    for name, what, secs, size_mb in rows:
+    print(f"{'tool':34} {'input':11} {'seconds':>8} {'MB/s':>8} {'peak RSS MB':>12} {'time / rg same input':>21}")
+    for name, what, secs, size_mb, rss in rows:
         rate = size_mb / secs if secs else float("inf")
-        ratio = f"{(secs / (base * size_mb / mb)):.2f}" if base else "n/a"
-        print(f"{name:38} {what:12} {secs:9.2f} {rate:9.1f} {ratio:>24}")
+        peer = base_files if what == files else base
+        ratio = f"{(secs / (peer * size_mb / mb)):.2f}" if peer else "n/a"
+        print(f"{name:34} {what:11} {secs:8.2f} {rate:8.1f} {rss:12.0f} {ratio:>21}")
     return 0
 
 

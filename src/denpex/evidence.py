@@ -15,7 +15,7 @@ from typing import Any
 from denpex.collect.timestamps import iso
 
 
-@dataclass
+@dataclass(slots=True)
 class Event:
     source: str
     line_no: int

@@ -39,6 +39,11 @@ MAX_EVENTS_PER_SIGNATURE = 2000  # per source; beyond this a flood adds nothing 
 # A context signature whose fields feed no decision (which network NCCL chose, a link that came
 # back) is worth its first few lines; one that maps ranks or counts progress keeps the full cap.
 MAX_INFO_EVENTS = 8
+# Across all sources (a 1,024-rank job is 1,024 files): enough rank maps for every rank of a
+# large job several times over, a few hundred lines of each informational fact.
+MAX_CONTEXT_EVENTS_TOTAL = 8192
+MAX_INFO_EVENTS_TOTAL = 256
+MIN_CONTEXT_PER_SOURCE = 64  # one rank's file: its communicators' rank maps, with room to spare
 DECISION_FIELDS = frozenset({"rank", "local_rank", "world_size", "step", "epoch", "checkpoint", "completed",
                              "failed_rank", "hung_ranks", "last_completed", "xid", "caused_by_xid"})
 # Progress lines (every training step) are kept as the first few and the latest:
@@ -88,11 +93,12 @@ class PartResult:
 
 
 class Scanner:
-    def __init__(self, catalog: Catalog, engine: Engine | None = None, progress: Progress | None = None) -> None:
+    def __init__(self, catalog: Catalog, engine: Engine | None = None, progress: Progress | None = None,
+                 sources: int = 1) -> None:
         self.catalog = catalog
         self.engine = engine or default_engine(catalog.signatures)
         self.progress = progress
-        self.caps = [_cap(sig) for sig in catalog.signatures]
+        self.caps = [_cap(sig, sources) for sig in catalog.signatures]
         self.caps_by_id = {sig.id: cap for sig, cap in zip(catalog.signatures, self.caps, strict=True)}
 
     def scan_source(self, src: Source) -> SourceResult:
@@ -239,7 +245,8 @@ class Scanner:
                res: PartResult, memo: _StampMemo) -> Event:
         src = res.source
         info = parse_line_info(line, res.srun)
-        ev = Event(source=src.display, line_no=line_no, text=line, signature_id=sig.id, fields=fields,
+        ev = Event(source=src.display, line_no=line_no, text=_kept_text(line, sig), signature_id=sig.id,
+                   fields=fields,
                    source_index=src.index, rank=info.rank, host=info.host, pid=info.pid,
                    gpu_index=info.gpu_index, pci_bus_id=info.pci_bus_id, uuid=info.uuid)
         stamp = parse_stamp(line) or parse_stamp(line[len(line) - len(line.lstrip()):])
@@ -277,11 +284,30 @@ def _line_start_before(data: bytes, pos: int) -> int:
     return data.rfind(b"\n", 0, pos) + 1
 
 
-def _cap(sig: Signature) -> int:
+KEEP_TEXT = (3072, 1024)  # head and tail characters of an over-long line kept in its event
+KEEP_PROGRESS_TEXT = (256, 768)  # a progress bar redrawn with carriage returns: its last state matters
+
+
+def _kept_text(line: str, sig: Signature) -> str:
+    """The line as an event keeps it: fields come from the whole line, the text is for people.
+
+    Progress bars that redraw with carriage returns become one line of every state they went
+    through (kilobytes each); a thousand ranks' worth of them would be most of the memory.
+    """
+    head, tail = KEEP_PROGRESS_TEXT if sig.category == "progress" else KEEP_TEXT
+    if len(line) <= head + tail + 5:
+        return line
+    return f"{line[:head]} ... {line[-tail:]}"
+
+
+def _cap(sig: Signature, sources: int) -> int:
+    """Lines of one signature kept per source; with many sources, context shares the total."""
     if sig.role != "context":
         return MAX_EVENTS_PER_SIGNATURE
     names = {name for rx in sig.compiled_extract for name in rx.groupindex}
-    return MAX_EVENTS_PER_SIGNATURE if names & DECISION_FIELDS else MAX_INFO_EVENTS
+    if not names & DECISION_FIELDS:
+        return MAX_INFO_EVENTS
+    return min(MAX_EVENTS_PER_SIGNATURE, max(MIN_CONTEXT_PER_SOURCE, MAX_CONTEXT_EVENTS_TOTAL // max(1, sources)))
 
 
 def classify(display: str, first_block: bytes) -> tuple[str, bool]:
@@ -396,6 +422,35 @@ class _StampMemo:
         return found
 
 
+class _TotalCap:
+    """Context lines past a total across all sources are dropped (and counted), in source order.
+
+    Applied to each source as soon as it and every source before it are scanned, so a job of
+    a thousand files never holds every file's context lines at once.
+    """
+
+    def __init__(self, scanner: Scanner) -> None:
+        self.sigs = scanner.catalog.by_id
+        self.caps = scanner.caps_by_id
+        self.total: dict[str, int] = {}
+
+    def apply(self, res: SourceResult) -> None:
+        kept = []
+        for ev in res.events:
+            sig = self.sigs.get(ev.signature_id or "")
+            if sig is None or sig.role != "context" or sig.category == "progress":
+                kept.append(ev)
+                continue
+            limit = MAX_INFO_EVENTS_TOTAL if self.caps.get(sig.id) == MAX_INFO_EVENTS else MAX_CONTEXT_EVENTS_TOTAL
+            n = self.total.get(sig.id, 0) + 1
+            self.total[sig.id] = n
+            if n <= limit:
+                kept.append(ev)
+            else:
+                res.dropped[sig.id] = res.dropped.get(sig.id, 0) + 1
+        res.events = kept
+
+
 def fill_years(results: list[SourceResult]) -> None:
     """Give syslog/glog stamps (written without a year) the year the other evidence shows."""
     years = set().union(*(r.years for r in results)) if results else set()
@@ -472,7 +527,7 @@ def _splittable_head(src: Source) -> tuple[str, bool] | None:
 _WORKER: Scanner | None = None
 
 
-def _init_worker(dirs: list[str], engine_name: str) -> None:
+def _init_worker(dirs: list[str], engine_name: str, sources: int) -> None:
     global _WORKER
     if _WORKER is not None:
         return  # forked from a parent that had it built
@@ -480,7 +535,7 @@ def _init_worker(dirs: list[str], engine_name: str) -> None:
     from denpex.scan.engine import default_engine as make_engine
 
     cat = load_catalog([Path(d) for d in dirs])
-    _WORKER = Scanner(cat, make_engine(cat.signatures, engine_name))
+    _WORKER = Scanner(cat, make_engine(cat.signatures, engine_name), sources=sources)
 
 
 def _scan_in_worker(unit: Unit) -> PartResult:
@@ -493,13 +548,15 @@ def scan_all(catalog: Catalog, sources: list[Source], engine: Engine | None = No
              jobs: int | None = None, progress: Progress | None = None) -> list[SourceResult]:
     """Scan every source; files and stretches spread over a process pool give the same results as one process."""
     global _WORKER
-    scanner = Scanner(catalog, engine, progress)
+    scanner = Scanner(catalog, engine, progress, sources=len(sources))
     jobs = default_jobs(sources) if jobs is None else jobs
     units = plan_units(sources, jobs)
     if jobs <= 1 or len(units) < 2:
         results = []
+        capper = _TotalCap(scanner)
         for s in sources:
             results.append(scanner.scan_source(s))
+            capper.apply(results[-1])
             if progress is not None:
                 progress.file_done()
         fill_years(results)
@@ -509,30 +566,46 @@ def scan_all(catalog: Catalog, sources: list[Source], engine: Engine | None = No
     dirs = [str(d) for d in catalog.dirs]
     pooled = [u for u in units if u[0].path is not None]
     parts: dict[int, list[PartResult]] = {}
+    by_index: dict[int, SourceResult] = {}
+    capper = _TotalCap(scanner)
+    capped = 0  # sources[:capped] have had the totals applied
+
+    def cap_ready() -> None:
+        nonlocal capped
+        while capped < len(sources) and sources[capped].index in by_index:
+            capper.apply(by_index[sources[capped].index])
+            capped += 1
+
+    for s in sources:
+        if s.path is None:
+            by_index[s.index] = scanner.scan_source(s)  # standard input: read here, before the pool
+    cap_ready()
     last_unit = {u[0].index: i for i, u in enumerate(pooled)}
-    _WORKER = Scanner(catalog, scanner.engine)  # inherited by forked workers
+    _WORKER = Scanner(catalog, scanner.engine, sources=len(sources))  # inherited by forked workers
     try:
         with ProcessPoolExecutor(max_workers=jobs, initializer=_init_worker,
-                                 initargs=(dirs, scanner.engine.name)) as pool:
-            done = pool.map(_scan_in_worker, pooled, chunksize=max(1, len(pooled) // (jobs * 8)))
+                                 initargs=(dirs, scanner.engine.name, len(sources))) as pool:
+            # Small chunks: results waiting to be merged are what the parent's memory holds.
+            done = pool.map(_scan_in_worker, pooled, chunksize=max(1, min(8, len(pooled) // (jobs * 8))))
             for i, (unit, part) in enumerate(zip(pooled, done, strict=True)):
-                parts.setdefault(unit[0].index, []).append(part)
+                src = unit[0]
+                parts.setdefault(src.index, []).append(part)
                 if progress is not None:
                     progress.add_bytes(part.source.bytes_read)
-                    if last_unit[unit[0].index] == i:
+                if last_unit[src.index] == i:
+                    # Merge a source as soon as its last part is in, so parts do not pile up.
+                    got = parts.pop(src.index)
+                    for p in got:
+                        src.warnings.extend(w for w in p.source.warnings if w not in src.warnings)
+                        src.bytes_read += p.source.bytes_read
+                    by_index[src.index] = merge_parts(src, got, scanner.caps_by_id)
+                    cap_ready()
+                    if progress is not None:
                         progress.file_done()
     finally:
         _WORKER = None
-    results = []
-    for s in sources:
-        if s.path is None:
-            results.append(scanner.scan_source(s))
-            continue
-        got = parts.get(s.index, [])
-        for p in got:
-            s.warnings.extend(w for w in p.source.warnings if w not in s.warnings)
-            s.bytes_read += p.source.bytes_read
-        results.append(merge_parts(s, got, scanner.caps_by_id))
+    cap_ready()
+    results = [by_index[s.index] for s in sources]
     fill_years(results)
     return results
 

@@ -93,9 +93,9 @@ class Capture:
         if not self._buf or self.failed is not None:
             self._buf.clear()
             return
-        data = bytes(self._buf)
+        with memoryview(self._buf) as data:
+            self._store(data)
         self._buf.clear()
-        self._store(data)
 
     def _store(self, data: bytes | memoryview) -> None:
         try:

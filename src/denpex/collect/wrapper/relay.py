@@ -19,7 +19,7 @@ from denpex.collect.wrapper.capture import Capture
 from denpex.collect.wrapper.spawn import Child
 
 READ_SIZE = 1024 * 1024
-PTY_BATCH = 4096            # one PTY read's worth: writing as it comes keeps child and terminal busy at once
+PTY_CHUNKS = 256            # PTY reads relayed back to back before the loop looks at stdin, signals, timers
 TAIL_KEEP = 16 * 1024          # recent output kept in memory for a hang notice
 DRAIN_QUIET = 0.05             # after the child exits: stop when nothing came for this long
 DRAIN_MAX = 2.0                # ... or after this long (a daemon that inherited stdout and keeps writing)
@@ -38,7 +38,6 @@ class _Source:
         self.dest = dest
         self.gather = gather  # PTY: keep reading until EAGAIN
         self.view = memoryview(bytearray(READ_SIZE))
-        self.batch = PTY_BATCH if gather else READ_SIZE
 
 
 @dataclass
@@ -115,14 +114,14 @@ class Relay:
             self._flush_stdin()
         if not ev & (_IN | _END):
             return
-        # A PTY hands out at most 4 KiB per read: gather reads until it is empty (or a batch is
-        # full) and write once. A pipe hands out all it holds: a short read means empty.
+        # A pipe hands out all it holds in one read. A PTY hands out at most 4 KiB per read:
+        # each read is written out at once (child and terminal stay busy together) and the next
+        # read follows without a poll while the child keeps writing, as ``script`` does.
         view = src.view
-        filled = 0
-        eof = False
-        while filled < src.batch:
+        got = False
+        for _ in range(PTY_CHUNKS if src.gather else 1):
             try:
-                n = os.readv(src.fd, [view[filled:]])
+                n = os.readv(src.fd, [view])
             except BlockingIOError:
                 break
             except OSError as exc:  # EIO: every holder of the PTY slave has closed it
@@ -130,18 +129,14 @@ class Relay:
                     raise
                 n = 0
             if n == 0:
-                eof = True
+                self._close_source(src)
                 break
-            filled += n
-            if not src.gather:
-                break
-        if filled:
-            self._deliver(src, view[:filled])
-        if eof:
-            self._close_source(src)
+            self._deliver(src, view[:n])
+            got = True
+        if got:
+            self.state.last_output = time.monotonic()
 
     def _deliver(self, src: _Source, data: memoryview) -> None:
-        self.state.last_output = time.monotonic()
         recent = self.state.recent
         recent += data[-TAIL_KEEP:]
         if len(recent) > 2 * TAIL_KEEP:
