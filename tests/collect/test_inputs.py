@@ -15,7 +15,7 @@ def _read(path: Path) -> tuple[str, list[str]]:
     sources, errors = expand_paths([str(path)])
     assert not errors
     src = sources[0]
-    text = "".join(b.data.decode("utf-8") for b in read_blocks(src)).removesuffix("\n")
+    text = "".join(b.data.decode("utf-8", "replace") for b in read_blocks(src)).removesuffix("\n")
     return text, src.warnings
 
 

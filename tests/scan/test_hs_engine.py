@@ -102,3 +102,16 @@ def test_cached_databases_of_different_catalogs_never_collide(tmp_path: Path,
     eng = hs_engine.HyperscanEngine(two.signatures)
     assert hits(eng, "marker two") == [(0, 10, 0)]
     assert hits(eng, "marker one") == []
+
+
+def test_invalid_utf8_bytes_are_matched_like_the_characters_they_become(tmp_path: Path) -> None:
+    from denpex.catalog.loader import load_catalog
+
+    site = site_catalog(tmp_path, "site.wide", "mark a.b.{2}c end",
+                        "A test signature whose single and bounded dots meet undecodable bytes.")
+    cat = load_catalog([site])
+    block = (b"mark a\xffb\xc3\xa9\xfe c end\nmark a\xe2\x82b\x80\x80c end\nmark ab..c end\n"
+             b"mark a\xc3b\xf0\x9f\x98\x80xc end\n")
+    hs = hs_engine.HyperscanEngine(cat.signatures, cache=False)
+    assert all_hits(hs, block) == all_hits(ReEngine(cat.signatures), block)
+    assert [h[0] for h in all_hits(hs, block)] == [block.index(b"mark a\xe2"), block.index(b"mark a\xc3b")]

@@ -271,3 +271,84 @@ def _escaped(pattern: str, pos: int) -> bool:
         n += 1
         i -= 1
     return n % 2 == 1
+
+
+_WIDE_ESCAPES = ("\\S", "\\W", "\\D")
+
+
+def widen_for_bytes(pattern: str) -> str | None:
+    """The pattern for a byte-wise engine, matching every line it matches on the decoded text.
+
+    A character is one to four bytes of UTF-8 (and an undecodable byte becomes one character
+    too), so each wide atom (``.``, ``[^x]``, ``\\S``, ``\\W``, ``\\D``) taken once or a bounded
+    number of times is allowed four times as many bytes: ``.`` -> ``.{1,4}``, ``x{2,5}`` ->
+    ``x{2,20}``. The result may match more lines, never fewer, so its hits are confirmed by
+    ``re``. None when the pattern holds non-ASCII text, which bytes cannot stand for.
+    """
+    if not pattern.isascii():
+        return None
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        atom, i = _next_atom(pattern, i)
+        wide = atom == "." or atom in _WIDE_ESCAPES or atom.startswith("[^") or (
+            atom.startswith("[") and any(e in atom for e in _WIDE_ESCAPES))
+        quant, i = _quantifier(pattern, i)
+        if wide:
+            quant = _widened(quant)
+        out.append(atom + quant)
+    return "".join(out)
+
+
+def _next_atom(p: str, i: int) -> tuple[str, int]:
+    if p[i] == "\\":
+        return p[i:i + 2], i + 2
+    if p[i] == "[":
+        j = i + 1
+        if j < len(p) and p[j] == "^":
+            j += 1
+        if j < len(p) and p[j] == "]":
+            j += 1  # a ']' first in a class is a literal
+        while j < len(p) and p[j] != "]":
+            j += 2 if p[j] == "\\" else 1
+        return p[i:j + 1], j + 1
+    if p[i] == "(" and p.startswith("(?", i):
+        # a group opener with flags or a name: keep it whole, it is not an atom to repeat
+        j = i + 2
+        while j < len(p) and p[j] not in ":)":
+            j += 1
+        return p[i:j + 1], j + 1
+    return p[i], i + 1
+
+
+def _quantifier(p: str, i: int) -> tuple[str, int]:
+    if i < len(p) and p[i] in "*+?":
+        j = i + 1
+    elif i < len(p) and p[i] == "{":
+        close = p.find("}", i)
+        if close < 0 or not re.fullmatch(r"\{\d+(?:,\d*)?\}", p[i:close + 1]):
+            return "", i
+        j = close + 1
+    else:
+        return "", i
+    if j < len(p) and p[j] in "?+":
+        j += 1  # lazy or possessive
+    return p[i:j], j
+
+
+def _widened(quant: str) -> str:
+    base = quant.rstrip("?+") if quant[:1] == "{" else quant[:1]
+    suffix = quant[len(base):]
+    if base == "":
+        return "{1,4}"
+    if base == "?":
+        return "{0,4}" + suffix
+    if base in ("*", "+"):
+        return quant  # unbounded already: bytes and characters agree
+    m = re.fullmatch(r"\{(\d+)(?:(,)(\d*))?\}", base)
+    assert m is not None
+    low, comma, high = m.group(1), m.group(2), m.group(3)
+    if comma and not high:
+        return quant  # {m,}: unbounded
+    top = int(high) if comma else int(low)
+    return f"{{{low},{4 * top}}}" + suffix

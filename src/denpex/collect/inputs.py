@@ -43,7 +43,7 @@ class Source:
 
 @dataclass
 class Block:
-    """Whole lines as normalised UTF-8 bytes, each ending in ``\\n`` (the last one too)."""
+    """Whole lines as normalised bytes (UTF-8 as written), each ending in a newline (the last one too)."""
 
     data: bytes
     n_lines: int
@@ -329,12 +329,11 @@ def _cap_long_lines(body: bytes) -> tuple[bytes, int]:
 
 
 def normalize_block(body: bytes) -> bytes:
-    """Normalise whole lines: valid UTF-8, no carriage returns, colour codes or NUL bytes."""
-    if not body.isascii():
-        try:
-            body.decode("utf-8")
-        except UnicodeDecodeError:
-            body = body.decode("utf-8", errors="replace").encode("utf-8")
+    """Normalise whole lines: no carriage returns, colour codes or NUL bytes.
+
+    Bytes that are not UTF-8 stay as they are: matched lines are decoded with replacement
+    characters, and every engine treats such bytes as it treats the characters they become.
+    """
     if b"\r" in body:
         body = body.replace(b"\r\n", b"\n").replace(b"\r", b" ")
     if b"\x1b" in body:

@@ -29,6 +29,7 @@ class Engine(Protocol):
     name: str
     signatures: list[Signature]
     reports_all_progress: bool  # whether scan() lists every progress line, not just one per block
+    markers: set[str]  # after scan(): launcher prefixes the block may hold ("rank", "mpi")
 
     def scan(self, block: bytes) -> list[Candidate]:
         ...
@@ -122,6 +123,7 @@ class ReEngine:
             self._by_gram.setdefault(gram, []).append(entry)
         self._grams = frozenset(self._by_gram)
         self._shapes: dict[bytes, tuple[Check, ...]] = {}
+        self.markers: set[str] = set()
         self._words: dict[bytes, frozenset[bytes]] = {}
 
     def _for_shape(self, shape: bytes) -> tuple[Check, ...]:
@@ -151,6 +153,8 @@ class ReEngine:
         return tuple(checks)
 
     def scan(self, block: bytes) -> list[Candidate]:
+        self.markers = {name for name, needle in (("rank", b"[rank"), ("rank", b"[default"), ("mpi", b"]<std"))
+                        if needle in block}
         return self._lines(block, 0, len(block), None)
 
     def progress_candidates(self, block: bytes, start: int, end: int, sig: int) -> list[Candidate]:

@@ -1,11 +1,11 @@
 """Hyperscan engine (extra ``denpex[fast]``): one multi-pattern pass over each block.
 
 Each pattern is compiled as ``(?:P)[^\\n]*\\n``, so Hyperscan reports it at most once per line,
-at the line's end, instead of at every place a match could end. Patterns whose wide atoms
-(``.``, ``[^x]``) are single or bounded run in UTF-8 mode, the rest byte-wise, which matches
-the same lines as ``re`` on the decoded text and compiles in a fraction of the time. A
-pattern that could run across a newline (``\\s``, ``[^x]``) marks its hits for confirmation
-by the signature's Python regex on the line. Patterns Hyperscan cannot compile fall back to
+at the line's end, instead of at every place a match could end. Everything runs byte-wise on
+the raw bytes (no UTF-8 check of the input): a pattern whose wide atoms (``.``, ``[^x]``) are
+single or bounded gets room for multi-byte characters (``.`` -> ``.{1,4}``) and its hits are
+confirmed, as are those of a pattern that could run across a newline (``\\s``, ``[^x]``), by
+the signature's Python regex on the decoded line. Patterns Hyperscan cannot compile fall back to
 the stdlib engine for their signatures only. The compiled database is cached on disk, keyed
 by the patterns, so a CLI run does not pay the compile time twice.
 """
@@ -20,7 +20,7 @@ from typing import Any
 
 from denpex.cache import cache_dir, write_atomic
 from denpex.catalog.model import Signature
-from denpex.catalog.regex_subset import can_match_newline, needs_utf8, trim_trailing_repeats
+from denpex.catalog.regex_subset import can_match_newline, needs_utf8, trim_trailing_repeats, widen_for_bytes
 from denpex.scan.engine import Candidate, ReEngine
 
 hyperscan: Any
@@ -45,26 +45,27 @@ class HyperscanEngine:
         progress = {i for i, sig in enumerate(self.signatures) if sig.category == "progress"}
         # Progress signatures report once per block in the main database (that they occur);
         # a database of their own then finds their lines in the stretches the scanner asks for.
-        self.db, self._owner, self._confirm, fallback = self._database(None, progress, cache)
+        self.db, self._owner, self._confirm, fallback = self._database(None, progress, cache, markers=True)
+        self.markers: set[str] = set()
         # One database per progress signature: a sparse one searched across a whole block must
         # not drag every dense one's lines through Python with it.
         self._p_dbs = {i: self._database({i}, set(), cache) for i in sorted(progress)}
         self.fallback_sigs = fallback.union(*(p[3] for p in self._p_dbs.values()))
-        self._owner = [-1 if o in self.fallback_sigs else o for o in self._owner]
+        self._owner = [-1 if o in self.fallback_sigs and o >= 0 else o for o in self._owner]
         self._fallback_ids = sorted(self.fallback_sigs)
         self._fallback = ReEngine([self.signatures[i] for i in self._fallback_ids]) if self._fallback_ids else None
 
-    def _database(self, only: set[int] | None, single: set[int],
-                  cache: bool) -> tuple[Any, list[int], list[bool], set[int]]:
+    def _database(self, only: set[int] | None, single: set[int], cache: bool,
+                  markers: bool = False) -> tuple[Any, list[int], list[bool], set[int]]:
         chosen = [(i, s) for i, s in enumerate(self.signatures) if only is None or i in only]
         # Keyed by the patterns alone, so a cached run skips the pattern analysis too.
-        key = hashlib.sha256(repr([(_FORMAT, i, s.case_insensitive, s.patterns, i in single)
+        key = hashlib.sha256(repr([(_FORMAT, markers, i, s.case_insensitive, s.patterns, i in single)
                                    for i, s in chosen]).encode())
         base = cache_dir() / f"hs-{getattr(hyperscan, '__version__', 'x')}-{key.hexdigest()[:24]}"
         db_path, meta_path = base.with_name(base.name + ".db"), base.with_name(base.name + ".json")
         loaded = _load(db_path, meta_path) if cache else None
         if loaded is None:
-            db, owners, confirm, fallback = _compile(chosen, single)
+            db, owners, confirm, fallback = _compile(chosen, single, markers)
             if cache:
                 write_atomic(db_path, hyperscan.dumpb(db))
                 meta = {"owners": owners, "confirm": confirm, "fallback": sorted(fallback)}
@@ -72,10 +73,11 @@ class HyperscanEngine:
         else:
             db, owners, confirm, fallback = loaded
         # Patterns of a signature that falls back never report: one engine decides per signature.
-        return db, [-1 if o in fallback else o for o in owners], confirm, fallback
+        return db, [-1 if o in fallback and o >= 0 else o for o in owners], confirm, fallback
 
     def scan(self, block: bytes) -> list[Candidate]:
-        out = self._scan(self.db, self._owner, self._confirm, block, 0)
+        self.markers = set()
+        out = self._scan(self.db, self._owner, self._confirm, block, 0, self.markers)
         if self._fallback is not None:
             ids = self._fallback_ids
             out.extend((ls, le, ids[i], need) for ls, le, i, need in self._fallback.scan(block))
@@ -93,7 +95,8 @@ class HyperscanEngine:
         return self._scan(db, owner, confirm, part, start)
 
     @staticmethod
-    def _scan(db: Any, owner: list[int], confirm: list[bool], block: bytes, shift: int) -> list[Candidate]:
+    def _scan(db: Any, owner: list[int], confirm: list[bool], block: bytes, shift: int,
+              markers: set[str] | None = None) -> list[Candidate]:
         hits: list[tuple[int, int]] = []
         append = hits.append
 
@@ -107,6 +110,8 @@ class HyperscanEngine:
         for end, pid in hits:
             sig = owner[pid]
             if sig < 0:
+                if sig <= _MARKER_BASE and markers is not None:
+                    markers.add(MARKERS[_MARKER_BASE - sig][0])
                 continue
             # A suffixed pattern ends just past the newline, a "$" one just before it.
             key = (find(b"\n", end - 1 if end else 0), sig)
@@ -123,7 +128,11 @@ class HyperscanEngine:
         return out
 
 
-_FORMAT = 3  # bump when the expressions built from a pattern change
+# Launcher prefixes the scanner collects ranks from: Hyperscan says in passing whether a block
+# has any, so the scanner's own regexes run only where they will find something.
+MARKERS = (("rank", rb"\[(?:rank|default)"), ("mpi", rb"\]<std"))
+_MARKER_BASE = -2  # owner ids -2, -3, ... stand for MARKERS[0], MARKERS[1], ...
+_FORMAT = 4  # bump when the expressions built from a pattern change
 
 
 def _load(db_path: Path, meta_path: Path) -> tuple[Any, list[int], list[bool], set[int]] | None:
@@ -137,30 +146,46 @@ def _load(db_path: Path, meta_path: Path) -> tuple[Any, list[int], list[bool], s
         return None
 
 
-def _compile(chosen: list[tuple[int, Signature]], single: set[int]) -> tuple[Any, list[int], list[bool], set[int]]:
+def _compile(chosen: list[tuple[int, Signature]], single: set[int],
+             markers: bool = False) -> tuple[Any, list[int], list[bool], set[int]]:
     exprs: list[bytes] = []
     flags: list[int] = []
     owners: list[int] = []
     confirm: list[bool] = []
+    if markers:
+        for i, (_, rx) in enumerate(MARKERS):
+            exprs.append(rx)
+            flags.append(hyperscan.HS_FLAG_SINGLEMATCH)
+            owners.append(_MARKER_BASE - i)
+            confirm.append(False)
+    unfit: set[int] = set()
     for idx, sig in chosen:
+        built = []
         for pat in sig.patterns:
             expr = trim_trailing_repeats(pat)
+            need = can_match_newline(pat)
+            if needs_utf8(expr):
+                # Byte-wise with room for multi-byte characters; re on the line decides.
+                wide = widen_for_bytes(expr)
+                if wide is None:
+                    unfit.add(idx)
+                    break
+                expr, need = wide, True
             f = hyperscan.HS_FLAG_MULTILINE
             if idx in single:
                 f |= hyperscan.HS_FLAG_SINGLEMATCH
-            wide = needs_utf8(expr)
-            if wide:
-                f |= hyperscan.HS_FLAG_UTF8  # "." is one code point, as in re
             if sig.case_insensitive:
                 f |= hyperscan.HS_FLAG_CASELESS
             if "$" not in expr:
                 expr = f"(?:{expr})[^\\n]*\\n"
-            exprs.append(expr.encode("utf-8"))
-            flags.append(f)
-            owners.append(idx)
-            # Caseless UTF-8 may fold non-ASCII letters, which re.ASCII does not.
-            confirm.append(can_match_newline(pat) or (wide and sig.case_insensitive and not pat.isascii()))
-    fallback: set[int] = set()
+            built.append((expr.encode("utf-8"), f, need))
+        else:
+            for expr_b, f, need in built:
+                exprs.append(expr_b)
+                flags.append(f)
+                owners.append(idx)
+                confirm.append(need)
+    fallback: set[int] = set(unfit)
     keep_e, keep_f, keep_i = list(exprs), list(flags), list(range(len(exprs)))
     while True:
         db = hyperscan.Database(mode=hyperscan.HS_MODE_BLOCK)
@@ -178,6 +203,8 @@ def _compile(chosen: list[tuple[int, Signature]], single: set[int]) -> tuple[Any
                 bad_set = [bad]
             # A signature with any pattern Hyperscan rejected runs wholly on the stdlib engine.
             for b in sorted(bad_set, reverse=True):
+                if owners[keep_i[b]] < 0:
+                    raise  # a marker of our own: never expected to fail
                 fallback.add(owners[keep_i[b]])
                 del keep_e[b], keep_f[b], keep_i[b]
             if not keep_e:

@@ -114,17 +114,18 @@ class Scanner:
                 res = PartResult(src, *classify(src.display, block.data))
             if self.progress is not None:
                 self.progress.add_bytes(len(block.data))
-            self._ranks(block.data, res)
             self._match(block.data, res, seen)
+            self._ranks(block.data, res, self.engine.markers)
             res.lines += block.n_lines
         return res if res is not None else PartResult(src, detect_kind(src.display, ""), False)
 
-    def _ranks(self, data: bytes, res: PartResult) -> None:
-        if b"[rank" in data or b"[default" in data:
+    def _ranks(self, data: bytes, res: PartResult, markers: set[str]) -> None:
+        """Ranks named by launcher prefixes; ``markers`` (from the engine's pass) says which to look for."""
+        if "rank" in markers:
             found = _RANK_PREFIX.findall(data)
             strong = {int(n) for kind, n in found if kind == b"rank"}
             res.ranks.update(strong or {int(n) for _, n in found})
-        if b"]<std" in data:
+        if "mpi" in markers:
             res.ranks.update(int(r) for r in set(_MPI_PREFIX.findall(data)))
         if res.srun:
             res.ranks.update(int(r) for r in set(_SRUN_PREFIX.findall(data)))
