@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 MIN_SEGMENT = 64 * 1024
-BUFFER = 256 * 1024   # output gathered in memory before one write to the capture
-BUFFER_AGE = 0.2      # ... or for at most this long (seconds), so a killed wrapper loses little
+BUFFER = 256 * 1024   # while the head fills: output gathered in memory before one write
+BUFFER_AGE = 0.2      # output waits in memory at most this long (seconds), so a killed wrapper loses little
 COPY_BLOCK = 1024 * 1024
 _FLAGS = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC
 
@@ -82,8 +82,14 @@ class Capture:
         if not self._buf:
             self._buf_since = time.monotonic()
         self._buf += data
-        if first or len(self._buf) >= BUFFER:
+        if first or (self.head_left > 0 and len(self._buf) >= BUFFER):
             self.flush()
+        elif self.head_left <= 0 and len(self._buf) > 2 * max(self.tail_bytes, BUFFER):
+            # Past the head only the last tail_bytes survive anyway: a fast producer's older
+            # output is dropped here, in memory, instead of being written and rotated away.
+            cut = len(self._buf) - max(self.tail_bytes, BUFFER)
+            del self._buf[:cut]
+            self._dropped_segments += cut
 
     def flush_if_stale(self, now: float) -> None:
         if self._buf and now - self._buf_since >= BUFFER_AGE:
