@@ -46,7 +46,10 @@ class Block:
     """Whole lines as normalised bytes (UTF-8 as written), each ending in a newline (the last one too)."""
 
     data: bytes
-    n_lines: int
+
+    @property
+    def n_lines(self) -> int:
+        return self.data.count(b"\n")
 
 
 def expand_paths(args: list[str]) -> tuple[list[Source], list[str]]:
@@ -344,5 +347,4 @@ def normalize_block(body: bytes) -> bytes:
 
 
 def _block(body: bytes) -> Block:
-    body = normalize_block(body)
-    return Block(body, body.count(b"\n"))
+    return Block(normalize_block(body))

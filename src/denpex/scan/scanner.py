@@ -20,6 +20,7 @@ import re
 from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from denpex.catalog.loader import Catalog
 from denpex.catalog.model import Signature
@@ -31,9 +32,22 @@ from denpex.evidence import Event
 from denpex.scan.engine import Candidate, Engine, default_engine
 from denpex.scan.progress import Progress
 
-_RANK_PREFIX = re.compile(rb"^(?:[\d\-:T.,/ ]{8,32} |\[\d+\] )?(?:\[default\d+\]:)?\[(rank|default)(\d+)\]:", re.M)
-_SRUN_PREFIX = re.compile(rb"^\s{0,4}(\d{1,5}): ", re.M)
-_MPI_PREFIX = re.compile(rb"^\[(?:\d+,)?(\d+)\]<std", re.M)
+# Launcher prefixes at the start of a line. Each is searched as "newline + prefix" (re finds
+# the newlines fast, where a multi-line "^" makes it try every byte) plus the block's first line.
+_RANK_PREFIX = rb"(?:[\d\-:T.,/ ]{8,32} |\[\d+\] )?(?:\[default\d+\]:)?\[(rank|default)(\d+)\]:"
+_SRUN_PREFIX = rb"[ \t]{0,4}(\d{1,5}): "
+_MPI_PREFIX = rb"\[(?:\d+,)?(\d+)\]<std"
+_PREFIXES = {name: (re.compile(b"\n" + rx), re.compile(rx))
+             for name, rx in (("rank", _RANK_PREFIX), ("srun", _SRUN_PREFIX), ("mpi", _MPI_PREFIX))}
+
+
+def _line_prefixes(name: str, data: bytes) -> list[Any]:
+    later, first = _PREFIXES[name]
+    found = later.findall(data)
+    m = first.match(data)
+    if m is not None:
+        found.append(m.groups() if len(m.groups()) > 1 else m.group(1))
+    return found
 LOOKBACK_LINES = 64
 MAX_EVENTS_PER_SIGNATURE = 2000  # per source; beyond this a flood adds nothing to a diagnosis
 # A context signature whose fields feed no decision (which network NCCL chose, a link that came
@@ -114,23 +128,23 @@ class Scanner:
                 res = PartResult(src, *classify(src.display, block.data))
             if self.progress is not None:
                 self.progress.add_bytes(len(block.data))
-            self._match(block.data, res, seen)
+            res.lines += self._match(block.data, res, seen)
             self._ranks(block.data, res, self.engine.markers)
-            res.lines += block.n_lines
         return res if res is not None else PartResult(src, detect_kind(src.display, ""), False)
 
     def _ranks(self, data: bytes, res: PartResult, markers: set[str]) -> None:
         """Ranks named by launcher prefixes; ``markers`` (from the engine's pass) says which to look for."""
         if "rank" in markers:
-            found = _RANK_PREFIX.findall(data)
+            found = _line_prefixes("rank", data)
             strong = {int(n) for kind, n in found if kind == b"rank"}
             res.ranks.update(strong or {int(n) for _, n in found})
         if "mpi" in markers:
-            res.ranks.update(int(r) for r in set(_MPI_PREFIX.findall(data)))
+            res.ranks.update(int(r) for r in set(_line_prefixes("mpi", data)))
         if res.srun:
-            res.ranks.update(int(r) for r in set(_SRUN_PREFIX.findall(data)))
+            res.ranks.update(int(r) for r in set(_line_prefixes("srun", data)))
 
-    def _match(self, data: bytes, res: PartResult, seen: set[ContextKey]) -> None:
+    def _match(self, data: bytes, res: PartResult, seen: set[ContextKey]) -> int:
+        """Events of one block into ``res``; returns the block's line count (counted on the way)."""
         sigs = self.catalog.signatures
         hits = res.hits
         keep: list[tuple[int, Signature, str, dict[str, str], tuple[int, ContextKey | None] | None]] = []
@@ -180,6 +194,7 @@ class Scanner:
                 (kept.head if len(kept.head) < PROGRESS_HEAD else kept.tail).append(ev)
             else:
                 res.events.append((tag[0], tag[1], ev))
+        return line_no - res.lines - 1 + data.count(b"\n", counted_to)
 
     def _progress_lines(self, idx: int, data: bytes, res: PartResult,
                         found: list[Candidate] | None) -> list[tuple[int, Signature, str, dict[str, str], None]]:
