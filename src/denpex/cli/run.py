@@ -59,6 +59,9 @@ def register(sub: Any) -> None:
     p.add_argument("--diagnose-timeout", metavar="DURATION", type=_duration, default=DEFAULT_DIAGNOSE_TIMEOUT,
                    help=f"give up diagnosing after this long (default {DEFAULT_DIAGNOSE_TIMEOUT:g}s)")
     p.add_argument("-q", "--quiet", action="store_true", help="no report on stderr (incidents are still written)")
+    p.add_argument("--subreaper", action="store_true",
+                   help="collect the exit status of the job's orphaned descendants, as tini -s does "
+                        "(always on when denpex run is PID 1 in a container)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- CMD ARGS", help="the command to run")
     p.set_defaults(func=run)
 
@@ -87,7 +90,8 @@ def run(args: argparse.Namespace) -> int:
     opts = WrapperOptions(command=command, head_bytes=args.capture_head, tail_bytes=args.capture_tail,
                           run_dir=args.run_dir, job_id=args.job_id, stall_timeout=args.stall_timeout,
                           on_stall=args.on_stall, kill_grace=args.kill_grace, diagnose=args.diagnose,
-                          diagnose_timeout=args.diagnose_timeout, capture=not args.no_capture, quiet=args.quiet)
+                          diagnose_timeout=args.diagnose_timeout, capture=not args.no_capture, quiet=args.quiet,
+                          subreaper=args.subreaper)
     sys.stdout.flush()
     sys.stderr.flush()
     return run_wrapped(opts)

@@ -33,6 +33,7 @@ class WrapperOptions:
     diagnose_timeout: float = DEFAULT_DIAGNOSE_TIMEOUT
     capture: bool = True
     quiet: bool = False                # no report on stderr (the incident is still written)
+    subreaper: bool = False            # collect orphaned descendants' exit status (always done as PID 1)
 
 
 def parse_size(text: str) -> int:

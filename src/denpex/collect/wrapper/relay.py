@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from denpex.collect.wrapper.capture import Capture
+from denpex.collect.wrapper.reaper import reap_orphans
 from denpex.collect.wrapper.spawn import Child
 
 READ_SIZE = 1024 * 1024
@@ -48,8 +49,9 @@ class RelayState:
 
 
 class Relay:
-    def __init__(self, child: Child, capture: Capture | None, wake_fd: int) -> None:
+    def __init__(self, child: Child, capture: Capture | None, wake_fd: int, reap: bool = False) -> None:
         self.child = child
+        self.reap = reap  # PID 1 or a subreaper: collect orphans that exit (see reaper.py)
         self.capture = capture
         self.wake_fd = wake_fd
         self.state = RelayState()
@@ -99,6 +101,8 @@ class Relay:
                     self._flush_stdin()
             # waitpid only when the kernel said something happened (pidfd readable, SIGCHLD):
             # a wait4 per read costs as much as the read itself.
+            if maybe_exited and self.reap:
+                reap_orphans(proc.pid)
             if maybe_exited and proc.poll() is not None:
                 self._drain()
                 return int(proc.returncode)

@@ -24,6 +24,7 @@ from denpex.collect.wrapper.capture import Capture
 from denpex.collect.wrapper.meta import RunLayout, denpex_home, iso, plan_layout, rank_env, short_host, write_meta
 from denpex.collect.wrapper.options import WrapperOptions
 from denpex.collect.wrapper.postmortem import Postmortem, run_postmortem
+from denpex.collect.wrapper.reaper import become_subreaper
 from denpex.collect.wrapper.relay import Relay
 from denpex.collect.wrapper.signals import SignalRelay, block_signals
 from denpex.collect.wrapper.spawn import Child, SpawnError, restore_terminal, start_child
@@ -75,6 +76,8 @@ def run_wrapped(opts: WrapperOptions, env: Mapping[str, str] | None = None) -> i
                     "tail_bytes": opts.tail_bytes},
     }
     _save_meta(layout, meta, err)
+    if opts.subreaper and not become_subreaper():
+        err.warn("could not become a child subreaper; orphans of the job go to init as usual")
     child_mask = block_signals()
     try:
         child = start_child(opts.command, child_mask)
@@ -145,7 +148,7 @@ def _save_meta(layout: RunLayout | None, meta: dict[str, Any], err: Stderr) -> N
 
 def _relay(child: Child, capture: Capture | None, wake_r: int, sigs: SignalRelay, opts: WrapperOptions,
            err: Stderr, meta: dict[str, Any]) -> int:
-    relay = Relay(child, capture, wake_r)
+    relay = Relay(child, capture, wake_r, reap=opts.subreaper or os.getpid() == 1)
     stall: StallWatch | None = None
     if opts.stall_timeout:
         stall = StallWatch(timeout=opts.stall_timeout, action=opts.on_stall, kill_grace=opts.kill_grace,
