@@ -181,6 +181,12 @@ def build(groups: list[Group], notes: Notes) -> tuple[list[dict[str, Any]], list
             if any(o != msg and o.startswith(msg) for o in all_messages):
                 body += GUARD
             patterns.append(PREFIX + body if generic else r"\b" + body)
+        codes = [n for n in g.numbers if n > 0]
+        if codes:
+            # A bare number after "CUDA error" (hand-written check macros: "CUDA error = 999 at
+            # main.cu:196", "CUDA Error code: 700") names the code as surely as its text does.
+            patterns.append(r"(?i:\bcuda[ _]?error(?: code)?)\s*[=:]?\s*(?:" + "|".join(map(str, codes))
+                            + r")(?:\D|$)")
         patterns.extend(note.get("extra_patterns", []))
         title = note.get("title") or f"CUDA error {nums}: {g.messages[0] if g.messages else primary}"
         intro = (f"CUDA returned {' / '.join(rt + drv)} (code {nums}"
@@ -226,6 +232,8 @@ def example_block(sid: str, g: Group, generic: bool, note: dict[str, Any],
         out += [f"# expect: {sid}", line]
         if generic and msgs:  # PyTorch's C10_CUDA_DRIVER_CHECK
             out += [f"# expect: {sid}", f"RuntimeError: CUDA driver error: {msgs[0]}"]
+    if num > 0:
+        out += [f"# expect: {sid}", f"CUDA error = {num}at main.cu:196'cudaDeviceSynchronize()/n"]
     for ex in note.get("examples", []):
         out += [f"# expect: {sid}{_fields(ex)}", ex["line"]]
     near: list[str] = [
@@ -237,6 +245,8 @@ def example_block(sid: str, g: Group, generic: bool, note: dict[str, Any],
         for other in all_messages:
             if other != msg and other.startswith(msg):
                 near.append(f"RuntimeError: CUDA error: {other}")
+    if num > 0:
+        near.append(f"CUDA error = {num}0 at main.cu:12")  # another code, not this one
     near.extend(note.get("near_miss", []))
     for line in near:
         out += [f"# expect-none: {sid}", line]
