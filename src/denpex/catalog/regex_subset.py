@@ -107,6 +107,7 @@ def _required(seq: list[tuple[Any, Any]]) -> frozenset[str] | None:
 
 
 def _options(seq: list[tuple[Any, Any]]) -> list[frozenset[str]]:
+    """Literal sets that every match of ``seq`` needs: one string of each set occurs."""
     options: list[frozenset[str]] = []
     run: list[str] = []
 
@@ -120,17 +121,14 @@ def _options(seq: list[tuple[Any, Any]]) -> list[frozenset[str]]:
             run.append(chr(av))
             continue
         flush()
-        sub: frozenset[str] | None = None
         if op is sre_c.SUBPATTERN:
-            sub = _required(list(av[3]))
+            options.extend(_options(list(av[3])))  # a group taken once needs all its literals
         elif op is sre_c.BRANCH:
             alts = [_required(list(b)) for b in av[1]]
             if alts and all(a is not None for a in alts):
-                sub = frozenset().union(*[a for a in alts if a is not None])
+                options.append(frozenset().union(*[a for a in alts if a is not None]))
         elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT) and av[0] >= 1:
-            sub = _required(list(av[2]))
-        if sub:
-            options.append(sub)
+            options.extend(_options(list(av[2])))
     flush()
     return options
 

@@ -13,7 +13,7 @@ confirmed hits; a differential test holds them to it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from denpex.catalog.model import Signature
@@ -59,8 +59,10 @@ _CACHE_LINE = 1024  # longer lines are rarely repeated; not worth remembering
 _CACHE_ENTRIES = 200_000
 
 LiteralSets = tuple[tuple[bytes, ...], ...]  # one literal of each set must occur
-# A signature, and plain-shape literals one of which the line must hold (None: nothing to check)
-Check = tuple[int, tuple[bytes, ...] | None]
+# Per passing pattern, the plain-shape literal sets a line must hold (None: nothing to check),
+# and the signatures that then are candidates. Signatures sharing the same test share a check:
+# a hundred CUDA codes all need "cuda" and "error" in the line, tested once.
+Check = tuple[tuple[LiteralSets, ...] | None, tuple[int, ...]]
 
 
 def _information(shaped: bytes) -> int:
@@ -68,9 +70,19 @@ def _information(shaped: bytes) -> int:
     return len(shaped) - shaped.count(b"0") - shaped.count(b" ")
 
 
-def _has_all(sets: LiteralSets, text: bytes, start: int = 0, end: int | None = None) -> bool:
-    stop = len(text) if end is None else end
-    return all(any(text.find(lit, start, stop) >= 0 for lit in opt) for opt in sets)
+def _has_all(sets: LiteralSets, text: bytes) -> bool:
+    return all(any(lit in text for lit in opt) for opt in sets)
+
+
+def _holds(sets: LiteralSets, find: Callable[[bytes, int, int], int], start: int, end: int) -> bool:
+    """Whether text[start:end] holds one literal of every set (``find`` is the text's own)."""
+    for opt in sets:
+        for lit in opt:
+            if find(lit, start, end) >= 0:
+                break
+        else:
+            return False
+    return True
 
 
 class ReEngine:
@@ -92,8 +104,8 @@ class ReEngine:
         self.unfiltered: list[int] = []
         # (blurred key literal, other blurred sets, signature, pattern number)
         entries: list[tuple[bytes, LiteralSets, int, int]] = []
-        # Per pattern: the plain form of its key literals, or None when the blur loses nothing of them
-        self._plain: dict[tuple[int, int], tuple[bytes, ...] | None] = {}
+        # Per pattern: the plain form of its literal sets, or None when the blur loses nothing of them
+        self._plain: dict[tuple[int, int], LiteralSets | None] = {}
         for idx, sig in enumerate(self.signatures):
             mine: list[tuple[bytes, LiteralSets, int, int]] = []
             for no, pat in enumerate(sig.patterns):
@@ -105,8 +117,8 @@ class ReEngine:
                 # The key is the set whose literals keep the most letters the blur does not lose.
                 best = max(pairs, key=lambda st: (min(_information(b) for b, _ in st), -len(st)))
                 others = tuple(tuple(b for b, _ in st) for st in pairs if st is not best)
-                lossless = all(b == p for b, p in best)
-                self._plain[(idx, no)] = None if lossless else tuple(p for _, p in best)
+                lossless = all(b == p for st in pairs for b, p in st)
+                self._plain[(idx, no)] = None if lossless else tuple(tuple(p for _, p in st) for st in pairs)
                 mine.extend((b, others, idx, no) for b, _ in best)
             else:
                 entries.extend(mine)
@@ -144,13 +156,12 @@ class ReEngine:
         for lit, others, idx, no in candidates:
             if lit in shape and _has_all(others, shape):
                 passing.setdefault(idx, set()).add(no)
-        checks: list[Check] = [(idx, None) for idx in self.unfiltered]
+        groups: dict[tuple[LiteralSets, ...] | None, list[int]] = {None: list(self.unfiltered)}
         for idx in sorted(passing):
             plain = [self._plain[(idx, no)] for no in sorted(passing[idx])]
-            checks.append((idx, None if any(p is None for p in plain) else
-                           tuple(sorted({lit for p in plain if p is not None for lit in p}))))
-        checks.sort(key=lambda c: c[0])
-        return tuple(checks)
+            key = None if any(p is None for p in plain) else tuple(sorted({p for p in plain if p is not None}))
+            groups.setdefault(key, []).append(idx)
+        return tuple((pats, tuple(idxs)) for pats, idxs in groups.items() if idxs)
 
     def scan(self, block: bytes) -> list[Candidate]:
         self.markers = {name for name, needle in (("rank", b"[rank"), ("rank", b"[default"), ("mpi", b"]<std"))
@@ -178,11 +189,16 @@ class ReEngine:
                         shapes.clear()
                     shapes[line] = checks
             le = pos + len(line)
-            for idx, alts in checks:
-                if only is not None and idx != only:
-                    continue
-                if alts is None or any(find(lit, pos, le) >= 0 for lit in alts):
-                    out.append((pos + start, le + start, idx, True))
+            if checks:
+                hit: list[int] = []
+                for pats, idxs in checks:
+                    if only is not None and only not in idxs:
+                        continue
+                    if pats is None or any(_holds(sets, find, pos, le) for sets in pats):
+                        hit.extend(idxs if only is None else (only,))
+                if hit:
+                    hit.sort()
+                    out.extend((pos + start, le + start, idx, True) for idx in hit)
             pos = le + 1
         return out
 
