@@ -57,7 +57,7 @@ MAX_INFO_EVENTS = 8
 # large job several times over, a few hundred lines of each informational fact.
 MAX_CONTEXT_EVENTS_TOTAL = 8192
 MAX_INFO_EVENTS_TOTAL = 256
-MIN_CONTEXT_PER_SOURCE = 64  # one rank's file: its communicators' rank maps, with room to spare
+MIN_CONTEXT_PER_SOURCE = 16  # one rank's file: its communicators' rank maps (a handful), with room to spare
 DECISION_FIELDS = frozenset({"rank", "local_rank", "world_size", "step", "epoch", "checkpoint", "completed",
                              "failed_rank", "hung_ranks", "last_completed", "xid", "caused_by_xid"})
 # Progress lines (every training step) are kept as the first few and the latest:
