@@ -124,3 +124,17 @@ def test_buffered_progress_after_a_crash_is_not_recovery(catalog: Catalog, tmp_p
     doc = diagnose_files(catalog, tmp_path, {"run.log": text})
     assert doc["status"] == "failed"
     assert doc["root_cause"]["signature_id"] == "torch.cuda_oom"
+
+
+WARNING_THEN_ERROR = """\
+INFO:     Uvicorn running on http://0.0.0.0:8000 (Press CTRL+C to quit)
+WARNING: failed to allocate 0.08 MB of pinned memory: CUDA driver version is insufficient for CUDA runtime version
+CUDA error 35 at /home/runner/work/ctransformers/ctransformers/models/ggml/ggml-cuda.cu:4236: CUDA driver version is insufficient for CUDA runtime version
+"""
+
+
+def test_the_error_line_is_the_root_not_the_warning_that_preceded_it(catalog: Catalog, tmp_path: Path) -> None:
+    # Regression from a real log (ialacol on Kubernetes, CUDA 12 runtime on a 470 driver).
+    doc = diagnose_files(catalog, tmp_path, {"pod.log": WARNING_THEN_ERROR})
+    assert doc["owner"] == "driver"
+    assert doc["root_cause"]["evidence"][0]["text"].startswith("CUDA error 35 at")

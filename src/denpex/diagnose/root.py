@@ -13,6 +13,7 @@ the same window) gets a boost, so the Xid behind a rank's CUDA error outranks th
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from denpex.diagnose.findings import Finding
@@ -72,12 +73,19 @@ def choose_root(failures: list[Finding]) -> RootChoice:
             fired.append(("node_evidence_joined", [c]))
     best = max(c.priority for c in window)
     top = [c for c in window if c.priority == best]
-    pick = _earliest(top)
+    # The same failure reported first as a warning ("WARNING: failed to allocate pinned
+    # memory: CUDA driver version is insufficient") and then as the error that ended the run:
+    # the error is the line to point at.
+    errors = [c for c in top if not _WARNING_LINE.match(c.event.text)]
+    pick = _earliest(errors or top)
     competing = [c for c in window if c is not pick and c.priority >= best - 10 and c.sig.owner != pick.sig.owner]
     reason = "highest-priority failure within the first failure's window"
     if pick is first:
         reason = "first failure in time"
     return RootChoice(pick, reason, fired, competing)
+
+
+_WARNING_LINE = re.compile(r"^\W{0,4}(?:WARNING|Warning|WARN)\b|^W\d{4} \d\d:\d\d:\d\d")
 
 
 def _joined(node: Finding, app: list[Finding]) -> bool:
