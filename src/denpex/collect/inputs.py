@@ -332,13 +332,15 @@ def _cap_long_lines(body: bytes) -> tuple[bytes, int]:
 
 
 def normalize_block(body: bytes) -> bytes:
-    """Normalise whole lines: no carriage returns, colour codes or NUL bytes.
+    """Normalise whole lines: Windows line ends, colour codes and NUL bytes go.
 
-    Bytes that are not UTF-8 stay as they are: matched lines are decoded with replacement
-    characters, and every engine treats such bytes as it treats the characters they become.
+    A lone carriage return (a progress bar redrawing itself) stays inside its line: every
+    engine treats it as white space, and events show it as a space. Bytes that are not UTF-8
+    stay as they are: matched lines are decoded with replacement characters, and every engine
+    treats such bytes as it treats the characters they become.
     """
-    if b"\r" in body:
-        body = body.replace(b"\r\n", b"\n").replace(b"\r", b" ")
+    if b"\r\n" in body:
+        body = body.replace(b"\r\n", b"\n")
     if b"\x1b" in body:
         body = _ANSI.sub(b"", body)
     if b"\x00" in body:

@@ -135,7 +135,7 @@ class Scanner:
     def _ranks(self, data: bytes, res: PartResult, markers: set[str]) -> None:
         """Ranks named by launcher prefixes; ``markers`` (from the engine's pass) says which to look for."""
         if "rank" in markers:
-            found = _line_prefixes("rank", data)
+            found = set(_line_prefixes("rank", data))
             strong = {int(n) for kind, n in found if kind == b"rank"}
             res.ranks.update(strong or {int(n) for _, n in found})
         if "mpi" in markers:
@@ -311,9 +311,9 @@ def _kept_text(line: str, sig: Signature) -> str:
     through (kilobytes each); a thousand ranks' worth of them would be most of the memory.
     """
     head, tail = KEEP_PROGRESS_TEXT if sig.category == "progress" else KEEP_TEXT
-    if len(line) <= head + tail + 5:
-        return line
-    return f"{line[:head]} ... {line[-tail:]}"
+    if len(line) > head + tail + 5:
+        line = f"{line[:head]} ... {line[-tail:]}"
+    return line.replace("\r", " ") if "\r" in line else line
 
 
 def _cap(sig: Signature, sources: int) -> int:
