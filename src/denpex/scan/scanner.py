@@ -52,7 +52,7 @@ LOOKBACK_LINES = 64
 MAX_EVENTS_PER_SIGNATURE = 2000  # per source; beyond this a flood adds nothing to a diagnosis
 # A context signature whose fields feed no decision (which network NCCL chose, a link that came
 # back) is worth its first few lines; one that maps ranks or counts progress keeps the full cap.
-MAX_INFO_EVENTS = 8
+MAX_INFO_EVENTS = 4
 # Across all sources (a 1,024-rank job is 1,024 files): enough rank maps for every rank of a
 # large job several times over, a few hundred lines of each informational fact.
 MAX_CONTEXT_EVENTS_TOTAL = 8192
@@ -62,9 +62,9 @@ DECISION_FIELDS = frozenset({"rank", "local_rank", "world_size", "step", "epoch"
                              "failed_rank", "hung_ranks", "last_completed", "xid", "caused_by_xid"})
 # Progress lines (every training step) are kept as the first few and the latest:
 # diagnosis needs where the run started, whether it went on after an error, and how far it got.
-# Ten latest lines answer how far it got and whether two followed an error as well as fifty.
+# Six latest lines answer how far it got and whether two followed an error as well as fifty.
 PROGRESS_HEAD = 3
-PROGRESS_TAIL = 10
+PROGRESS_TAIL = 6
 _CONTEXT_PREFIX = 24  # a context line without fields is told apart by its launcher prefix (rank)
 _SAMPLE = 16384  # bytes of a source's start that tell its kind (about a hundred lines)
 
