@@ -339,7 +339,8 @@ def normalize_block(body: bytes) -> bytes:
     stay as they are: matched lines are decoded with replacement characters, and every engine
     treats such bytes as it treats the characters they become.
     """
-    if b"\r\n" in body:
+    # One-byte tests first: they run at memory speed, a two-byte search at a tenth of it.
+    if b"\r" in body and b"\r\n" in body:
         body = body.replace(b"\r\n", b"\n")
     if b"\x1b" in body:
         body = _ANSI.sub(b"", body)
