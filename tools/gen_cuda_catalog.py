@@ -42,7 +42,7 @@ DRIVER_DOC = "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.ht
 # ("Cuda Error: <msg>"), Triton ("Triton Error [CUDA]: <msg>") and old PyTorch THC
 # ("cuda runtime error (2) : out of memory at ...").
 PREFIX = (r"(?:(?:CUDA|Cuda|cuda) (?:driver )?(?:[Ee]rror|ERROR): |Triton Error \[CUDA\]: "
-          r"|cuda runtime error \(\d+\) : )")
+          r"|cuda runtime error \(\d+\) : |THCudaCheck FAIL file=\S+ line=\d+ error=\d+ : )")
 # After a message that is the start of another message ("unspecified launch failure" vs
 # "... in prior launch"): the line ends, or punctuation, or a space and a non-letter.
 GUARD = r"(?:$|[^ a-z]| [^a-z])"
