@@ -179,12 +179,12 @@ _REPEATS = (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT)
 
 
 def needs_utf8(pattern: str) -> bool:
-    """Whether matching ``pattern`` on UTF-8 bytes needs a code-point-aware engine.
+    """Whether matching ``pattern`` on UTF-8 bytes can differ from ``re`` on the decoded text.
 
     On bytes, ``.`` or ``[^x]`` take one byte of a multi-byte character where ``re`` takes the
     whole character. Under an unbounded repeat (``.*``, ``\\S+``) that changes nothing, so
-    such patterns run byte-wise, which Hyperscan compiles far faster; a single or bounded wide
-    atom, or a non-ASCII literal, needs UTF-8 mode.
+    such patterns run byte-wise as they are; a single or bounded wide atom, or a non-ASCII
+    literal, needs ``widen_for_bytes`` and confirmation by ``re``.
     """
     try:
         return _needs_utf8(sre_parse.parse(pattern))
