@@ -138,3 +138,23 @@ def test_the_error_line_is_the_root_not_the_warning_that_preceded_it(catalog: Ca
     doc = diagnose_files(catalog, tmp_path, {"pod.log": WARNING_THEN_ERROR})
     assert doc["owner"] == "driver"
     assert doc["root_cause"]["evidence"][0]["text"].startswith("CUDA error 35 at")
+
+
+RESOURCE_TRACKER_AT_EXIT = """\
+Traceback (most recent call last):
+  File "/usr/lib/python3.10/multiprocessing/resource_tracker.py", line 209, in main
+    cache[rtype].remove(name)
+KeyError: '/psm_10b3d52e'
+Traceback (most recent call last):
+  File "/usr/lib/python3.10/multiprocessing/resource_tracker.py", line 209, in main
+    cache[rtype].remove(name)
+KeyError: '/psm_10b3d52e'
+"""
+
+
+def test_resource_tracker_noise_at_exit_is_not_a_failure(catalog: Catalog, tmp_path: Path) -> None:
+    # Regression from a real log (vLLM 0.5.0 with the multiprocessing backend, vllm#5468):
+    # every repetition of the harmless line must be cleared, not only the first.
+    doc = diagnose_files(catalog, tmp_path, {"resource_tracker.log": RESOURCE_TRACKER_AT_EXIT})
+    assert doc["status"] == "healthy"
+    assert doc["owner"] == "none"

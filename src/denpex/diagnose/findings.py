@@ -55,13 +55,20 @@ RECORD_SPAN = 3  # lines of a multi-line record (torchelastic's failure list) th
 _TRACEBACK_CODE = re.compile(r"(?:^|\s{2})\s*(?:raise [\w.]+(?:\(|$)|assert )")
 
 
+HARMLESS = "harmless"  # category of signatures that mark a line as known noise
+
+
 def build_findings(events: list[Event], sigs: dict[str, Signature]) -> list[Finding]:
+    # A line the catalog knows as harmless noise (a shutdown traceback of Python's resource
+    # tracker) is no failure, whatever generic signature it also matches.
+    harmless = {(ev.source_index, ev.line_no) for ev in events
+                if (s := sigs.get(ev.signature_id or "")) is not None and s.category == HARMLESS}
     out = []
     for ev in events:
         sig = sigs.get(ev.signature_id or "")
         if sig is None:
             continue
-        if sig.is_failure and _TRACEBACK_CODE.search(ev.text):
+        if sig.is_failure and (_TRACEBACK_CODE.search(ev.text) or (ev.source_index, ev.line_no) in harmless):
             continue
         out.append(Finding(ev, sig, sig.priority, rank=rank_of(ev)))
     _inherit_record_ranks(out)

@@ -170,7 +170,7 @@ class Scanner:
             hits[sid] = n + 1
             fields = sig.extract_fields(line)
             key: ContextKey | None = None
-            if sig.role == "context":
+            if sig.role == "context" and sig.category != "harmless":
                 # Facts repeat (every communicator prints its rank map, every retry the same
                 # recovery line): the first line with given fields says all the later ones do.
                 key = (sid, line[:_CONTEXT_PREFIX] if not fields else "", tuple(sorted(fields.items())))
@@ -318,8 +318,8 @@ def _kept_text(line: str, sig: Signature) -> str:
 
 def _cap(sig: Signature, sources: int) -> int:
     """Lines of one signature kept per source; with many sources, context shares the total."""
-    if sig.role != "context":
-        return MAX_EVENTS_PER_SIGNATURE
+    if sig.role != "context" or sig.category == "harmless":
+        return MAX_EVENTS_PER_SIGNATURE  # a harmless mark must reach every line it clears
     names = {name for rx in sig.compiled_extract for name in rx.groupindex}
     if not names & DECISION_FIELDS:
         return MAX_INFO_EVENTS
@@ -454,7 +454,7 @@ class _TotalCap:
         kept = []
         for ev in res.events:
             sig = self.sigs.get(ev.signature_id or "")
-            if sig is None or sig.role != "context" or sig.category == "progress":
+            if sig is None or sig.role != "context" or sig.category in ("progress", "harmless"):
                 kept.append(ev)
                 continue
             limit = MAX_INFO_EVENTS_TOTAL if self.caps.get(sig.id) == MAX_INFO_EVENTS else MAX_CONTEXT_EVENTS_TOTAL
