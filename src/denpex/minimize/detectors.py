@@ -58,7 +58,8 @@ PROTECTED: tuple[re.Pattern[str], ...] = (
     # sizes: "12.50 GiB", "20 MiB", "1024 bytes"
     _rx(r"\b\d+(?:\.\d+)? ?(?:[KMGTP]i?B|bytes)\b"),
     # times: "14:01:02.481", "2024-05-01T12:00:00"
-    _rx(r"(?<!\d)\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?(?!\d)|\b\d{4}-\d{2}-\d{2}[T ]"),
+    # (a real time of day: "fsdp-worker-1:73:73" is a host name and a pid:tid, not a time)
+    _rx(r"(?<![\d-])(?:[01]?\d|2[0-3]):[0-5]\d:[0-5]\d(?:[.,]\d+)?(?!\d)|\b\d{4}-\d{2}-\d{2}[T ]"),
     # hex addresses and C++ scopes: "0x7f3a", "c10::DistBackendError", "at::Tensor"
     _rx(r"\b0x[0-9a-fA-F]+\b|\b(?:(?=\w*[g-zG-Z_])[A-Za-z_]\w*::[A-Za-z_~]\w*|[A-Za-z_]\w*::(?=\w*[g-zG-Z_~])"
         r"[A-Za-z_~]\w*)"),
