@@ -12,6 +12,7 @@ pattern's literals cannot match it, so the engine never runs that pattern on it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from re import _constants as sre_c  # type: ignore[attr-defined]
 from re import _parser as sre_parse  # type: ignore[attr-defined]
 from typing import Any
@@ -150,26 +151,30 @@ def can_match_newline(pattern: str) -> bool:
 
 
 def _consumes_newline(seq: Any) -> bool:
+    return _any_atom(seq, lambda op, av: (op is sre_c.LITERAL and av == 10)
+                     or (op is sre_c.NOT_LITERAL and av != 10)  # '.' never matches a newline without DOTALL
+                     or (op is sre_c.IN and _set_has_newline(av)))
+
+
+def _any_atom(seq: Any, hit: Callable[[Any, Any], bool],
+              skip: Callable[[Any, Any], bool] = lambda op, av: False) -> bool:
+    """Whether some atom of a parsed pattern, looking through groups, branches and repeats, is a ``hit``."""
     for op, av in seq:
-        if op is sre_c.LITERAL and av == 10:
-            return True
-        if op is sre_c.NOT_LITERAL and av != 10:
-            return True
-        if op is sre_c.ANY:
-            continue  # '.' never matches a newline without DOTALL
-        if op is sre_c.IN:
-            if _set_has_newline(av):
-                return True
-        elif op is sre_c.SUBPATTERN:
-            if _consumes_newline(av[3]):
-                return True
+        if skip(op, av):
+            continue
+        if op is sre_c.SUBPATTERN:
+            children = [av[3]]
         elif op is sre_c.BRANCH:
-            if any(_consumes_newline(b) for b in av[1]):
+            children = list(av[1])
+        elif op in _REPEATS:
+            children = [av[2]]
+        elif op is sre_c.ATOMIC_GROUP:
+            children = [av]
+        else:
+            if hit(op, av):
                 return True
-        elif op in (sre_c.MAX_REPEAT, sre_c.MIN_REPEAT, sre_c.POSSESSIVE_REPEAT):
-            if _consumes_newline(av[2]):
-                return True
-        elif op is sre_c.ATOMIC_GROUP and _consumes_newline(av):
+            continue
+        if any(_any_atom(c, hit, skip) for c in children):
             return True
     return False
 
@@ -205,25 +210,15 @@ def _wide(op: Any, av: Any) -> bool:
 
 
 def _needs_utf8(seq: Any) -> bool:
-    for op, av in seq:
-        if op in _REPEATS:
-            body = list(av[2])
-            if av[0] <= 1 and av[1] == sre_c.MAXREPEAT and len(body) == 1 and _wide(*body[0]):
-                continue  # one wide atom, repeated without bound: bytes and characters agree
-            if _needs_utf8(body):
-                return True
-        elif op is sre_c.SUBPATTERN:
-            if _needs_utf8(av[3]):
-                return True
-        elif op is sre_c.BRANCH:
-            if any(_needs_utf8(b) for b in av[1]):
-                return True
-        elif op is sre_c.ATOMIC_GROUP:
-            if _needs_utf8(av):
-                return True
-        elif (op is sre_c.LITERAL and av > 127) or _wide(op, av):
-            return True
-    return False
+    return _any_atom(seq, lambda op, av: (op is sre_c.LITERAL and av > 127) or _wide(op, av), _free_wide_repeat)
+
+
+def _free_wide_repeat(op: Any, av: Any) -> bool:
+    """One wide atom repeated without bound (``.*``, ``\\S+``): bytes and characters agree."""
+    if op not in _REPEATS or av[0] > 1 or av[1] != sre_c.MAXREPEAT:
+        return False
+    body = list(av[2])
+    return len(body) == 1 and _wide(*body[0])
 
 
 def _set_has_newline(items: Any) -> bool:

@@ -13,6 +13,7 @@ gives the same incident as one process.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import itertools
 import os
@@ -202,7 +203,8 @@ class Scanner:
 
         Training prints a progress line every step; turning each into an event would cost more
         than the rest of the scan. The engine is asked for the lines of growing windows at the
-        block's start (while the part's first lines are wanted) and at its end.
+        block's start (while the part's first lines are wanted) and at its end; an engine that
+        already listed every progress line (``found``) is answered from that list.
         """
         sig = self.catalog.signatures[idx]
         kept = res.progress.setdefault(sig.id, _Progress())
@@ -214,31 +216,21 @@ class Scanner:
                 return None
             return (ls, sig, line, sig.extract_fields(line), None)
 
+        if found is not None:  # the engine listed them all: a window is a slice of that list
+            starts = [c[0] for c in found]
+
+            def window(start: int, end: int) -> list[Candidate]:
+                return found[bisect.bisect_left(starts, start):bisect.bisect_left(starts, end)]
+        else:
+            def window(start: int, end: int) -> list[Candidate]:
+                return self.engine.progress_candidates(data, start, end, idx)
+
         want = PROGRESS_HEAD - len(kept.head)
-        if found is not None:
-            i = 0
-            while want > 0 and i < len(found):
-                ls, le, _, need = found[i]
-                i += 1
-                item = confirmed(ls, le, need)
-                if item is not None:
-                    out.append(item)
-                    want -= 1
-            latest_all: list[tuple[int, Signature, str, dict[str, str], None]] = []
-            j = len(found) - 1
-            while j >= i and len(latest_all) < PROGRESS_TAIL:
-                ls, le, _, need = found[j]
-                j -= 1
-                item = confirmed(ls, le, need)
-                if item is not None:
-                    latest_all.append(item)
-            out.extend(reversed(latest_all))
-            return out
         head_end = 0
         start, width = 0, _WINDOW
         while want > 0 and start < len(data):
             end = _line_end_after(data, start + width)
-            for ls, le, _, need in self.engine.progress_candidates(data, start, end, idx):
+            for ls, le, _, need in window(start, end):
                 item = confirmed(ls, le, need) if want > 0 else None
                 if item is not None:
                     out.append(item)
@@ -249,7 +241,7 @@ class Scanner:
         end, width = len(data), _WINDOW
         while end > head_end and len(latest) < PROGRESS_TAIL:
             start = max(head_end, _line_start_before(data, end - width))
-            for ls, le, _, need in reversed(self.engine.progress_candidates(data, start, end, idx)):
+            for ls, le, _, need in reversed(window(start, end)):
                 item = confirmed(ls, le, need) if len(latest) < PROGRESS_TAIL else None
                 if item is not None:
                     latest.append(item)
