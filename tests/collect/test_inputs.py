@@ -6,6 +6,8 @@ import gzip
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from denpex.collect import inputs
 from denpex.collect.inputs import expand_paths, read_blocks
@@ -90,3 +92,15 @@ def test_decompression_limit_stops_a_bomb(tmp_path: Path, monkeypatch: pytest.Mo
     p.write_bytes(gzip.compress(b"A" * 5_000_000))
     _, warnings = _read(p)
     assert any("decompressed size" in w for w in warnings)
+
+
+@given(st.lists(st.sampled_from([b"a", b"\r", b"\n", b"\r\n", b"xyz", b"\r\r"]), max_size=40))
+def test_crlf_detection_agrees_with_a_plain_search(pieces: list[bytes]) -> None:
+    body = b"".join(pieces)
+    assert inputs._has_crlf(body) == (b"\r\n" in body)
+
+
+def test_crlf_detection_past_many_lone_carriage_returns() -> None:
+    body = b"bar\rbar\n" * 1000 + b"end\r\n"
+    assert inputs._has_crlf(body)
+    assert not inputs._has_crlf(b"bar\rbar\n" * 1000)
