@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from denpex.catalog import Catalog
 from denpex.catalog.examples import example_files, parse_examples
@@ -46,6 +48,34 @@ def test_same_hits_with_non_ascii_text(hs: hs_engine.HyperscanEngine, catalog: C
              "[ 12.1] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.\n"
              "日本語 RuntimeError: CUDA error: an illegal memory access was encountered")
     assert hits(hs, chunk) == hits(ReEngine(catalog.signatures), chunk)
+
+
+# Bytes where a byte-wise engine and re on decoded text part ways: separators that are white
+# space only to re, white space that must not cross lines, multi-byte and undecodable bytes.
+_TRICKY = [b"\x1c", b"\x1f", b"\t", b"\r", b" ", b"\xc3\xa9", b"\xe2\x96\x88", b"\xff", b"\xc3", b"0", b":", b"\n"]
+_EXAMPLES = [ex.line.encode("utf-8") for p in example_files(RULES_DIR) for ex in parse_examples(p)]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.data())
+def test_same_hits_on_example_lines_with_awkward_bytes_put_in(hs: hs_engine.HyperscanEngine, catalog: Catalog,
+                                                              data: st.DataObject) -> None:
+    lines = []
+    for line in data.draw(st.lists(st.sampled_from(_EXAMPLES), min_size=1, max_size=4)):
+        for _ in range(data.draw(st.integers(0, 3))):
+            at = data.draw(st.integers(0, len(line)))
+            cut = data.draw(st.integers(0, 2))
+            line = line[:at] + data.draw(st.sampled_from(_TRICKY)) + line[at + cut:]
+        lines.append(line)
+    block = b"\n".join(lines) + b"\n"
+    assert all_hits(hs, block) == all_hits(_re_engine(catalog), block)
+
+
+_RE: dict[int, ReEngine] = {}
+
+
+def _re_engine(catalog: Catalog) -> ReEngine:
+    return _RE.setdefault(id(catalog), ReEngine(catalog.signatures))
 
 
 def test_same_incident_on_the_whole_corpus(hs: hs_engine.HyperscanEngine, catalog: Catalog) -> None:

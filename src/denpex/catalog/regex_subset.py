@@ -345,3 +345,81 @@ def _widened(quant: str) -> str:
         return quant  # {m,}: unbounded
     top = int(high) if comma else int(low)
     return f"{{{low},{4 * top}}}" + suffix
+
+
+# White space but the newline: the catalog's regexes run with re.ASCII, so \s is these and the
+# newline, which a line never holds and a multi-line scan must not cross.
+_PY_SPACE = r"\t\x0b\x0c\r "
+_HIGH = r"\x80-\xff"
+# A character that is not ASCII: one to four bytes at or above 0x80 (an undecodable byte too).
+_NON_ASCII_CHAR = r"[\x80-\xff]{1,4}"
+# Single atoms: (their ASCII bytes, whether the atom also takes non-ASCII characters)
+_LINE_ATOMS = {
+    ".": (r"[^\n" + _HIGH + "]", True),
+    "\\s": ("[" + _PY_SPACE + "]", False),
+    "\\S": (r"[^\n" + _PY_SPACE + _HIGH + "]", True),
+    "\\W": (r"[^\w\n" + _HIGH + "]", True),
+    "\\D": (r"[^\d\n" + _HIGH + "]", True),
+}
+
+
+def line_exact_for_bytes(pattern: str) -> str | None:
+    """The pattern for a byte-wise, multi-line scan that matches exactly as ``re`` does on ASCII lines.
+
+    On a line of ASCII text it accepts exactly the lines ``re`` accepts on the decoded line:
+    no atom can take the newline (``\\s``, ``[^x]``, ``\\W``, ``\\D`` are kept inside the
+    line). On a line with other bytes it accepts
+    at least those lines (an atom that takes any character takes one to four high bytes),
+    so hits there are confirmed by ``re``. None when the pattern holds what this cannot
+    carry over (non-ASCII text, a newline, a class holding a negated category).
+    """
+    if not pattern.isascii():
+        return None
+    out: list[str] = []
+    i, n = 0, len(pattern)
+    while i < n:
+        atom, i = _next_atom(pattern, i)
+        quant, i = _quantifier(pattern, i)
+        if atom in ("\\n", "\\Z", "\\A", "\\z"):
+            return None
+        if atom in _LINE_ATOMS:
+            ascii_part, wide = _LINE_ATOMS[atom]
+        elif atom.startswith("[") and len(atom) > 1:
+            got = _line_class(atom)
+            if got is None:
+                return None
+            ascii_part, wide = got
+        else:
+            out.append(atom + quant)
+            continue
+        if wide and _unbounded(quant):
+            # Under an unbounded repeat, characters and bytes agree: let high bytes through as bytes.
+            out.append(ascii_part.replace(_HIGH, "") + quant)
+        elif wide:
+            out.append(f"(?:{ascii_part}|{_NON_ASCII_CHAR})" + quant)
+        else:
+            out.append(ascii_part + quant)
+    return "".join(out)
+
+
+def _unbounded(quant: str) -> bool:
+    base = quant.rstrip("?+") if quant[:1] == "{" else quant[:1]
+    return base in ("*", "+") or (base.startswith("{") and base.endswith(",}"))
+
+
+def _line_class(atom: str) -> tuple[str, bool] | None:
+    """A bracket class kept inside the line, with ``re``'s \\s; None when that cannot be said simply."""
+    negated = atom.startswith("[^")
+    body = atom[2:-1] if negated else atom[1:-1]
+    if any(e in body for e in ("\\S", "\\W", "\\D", "\\n")):
+        return None
+    body = body.replace("\\s", _PY_SPACE)
+    if negated:
+        return "[^" + body + "\\n" + _HIGH + "]", True
+    rebuilt = "[" + body + "]"
+    try:
+        if re.compile(rebuilt.encode("ascii")).match(b"\n"):
+            return None  # a range that spans the newline
+    except re.error:
+        return None
+    return rebuilt, False

@@ -2,25 +2,35 @@
 
 Each pattern is compiled as ``(?:P)[^\\n]*\\n``, so Hyperscan reports it at most once per line,
 at the line's end, instead of at every place a match could end. Everything runs byte-wise on
-the raw bytes (no UTF-8 check of the input): a pattern whose wide atoms (``.``, ``[^x]``) are
-single or bounded gets room for multi-byte characters (``.`` -> ``.{1,4}``) and its hits are
-confirmed, as are those of a pattern that could run across a newline (``\\s``, ``[^x]``), by
-the signature's Python regex on the decoded line. Patterns Hyperscan cannot compile fall back to
+the raw bytes (no UTF-8 check of the input). Patterns are rewritten so that on a line of ASCII
+text they accept exactly what ``re`` accepts (no atom crosses the newline, ``\\s`` as ``re``
+means it) and on other lines at least that (an atom that takes any character takes one to
+four high bytes): a hit needs the signature's Python regex only on a line that is not ASCII.
+A pattern that cannot be rewritten so has every hit confirmed. Patterns Hyperscan cannot compile fall back to
 the stdlib engine for their signatures only. The compiled database is cached on disk, keyed
 by the patterns, so a CLI run does not pay the compile time twice.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import hashlib
 import json
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from denpex.cache import cache_dir, write_atomic
 from denpex.catalog.model import Signature
-from denpex.catalog.regex_subset import can_match_newline, needs_utf8, trim_trailing_repeats, widen_for_bytes
+from denpex.catalog.regex_subset import (
+    can_match_newline,
+    line_exact_for_bytes,
+    needs_utf8,
+    trim_trailing_repeats,
+    widen_for_bytes,
+)
 from denpex.scan.engine import Candidate, ReEngine
 
 hyperscan: Any
@@ -56,11 +66,12 @@ class HyperscanEngine:
         self._fallback = ReEngine([self.signatures[i] for i in self._fallback_ids]) if self._fallback_ids else None
 
     def _database(self, only: set[int] | None, single: set[int], cache: bool,
-                  markers: bool = False) -> tuple[Any, list[int], list[bool], set[int]]:
+                  markers: bool = False) -> tuple[Any, list[int], list[int], set[int]]:
         chosen = [(i, s) for i, s in enumerate(self.signatures) if only is None or i in only]
-        # Keyed by the patterns alone, so a cached run skips the pattern analysis too.
+        # Keyed by the patterns and the code that rewrites them, so a cached run skips the
+        # pattern analysis too and a changed rewrite never meets a database built by the old one.
         key = hashlib.sha256(repr([(_FORMAT, markers, i, s.case_insensitive, s.patterns, i in single)
-                                   for i, s in chosen]).encode())
+                                   for i, s in chosen]).encode() + _code_hash())
         base = cache_dir() / f"hs-{getattr(hyperscan, '__version__', 'x')}-{key.hexdigest()[:24]}"
         db_path, meta_path = base.with_name(base.name + ".db"), base.with_name(base.name + ".json")
         loaded = _load(db_path, meta_path) if cache else None
@@ -95,7 +106,7 @@ class HyperscanEngine:
         return self._scan(db, owner, confirm, part, start)
 
     @staticmethod
-    def _scan(db: Any, owner: list[int], confirm: list[bool], block: bytes, shift: int,
+    def _scan(db: Any, owner: list[int], confirm: list[int], block: bytes, shift: int,
               markers: set[str] | None = None) -> list[Candidate]:
         hits: list[tuple[int, int]] = []
         append = hits.append
@@ -105,26 +116,32 @@ class HyperscanEngine:
 
         db.scan(block, match_event_handler=on_match)
         find = block.find
-        # (line end, signature) -> whether every hit on it still needs a look by re
-        per_line: dict[tuple[int, int], bool] = {}
+        # (line end, signature) -> the least confirmation any hit on it asks for
+        per_line: dict[tuple[int, int], int] = {}
+        get = per_line.get
         for end, pid in hits:
             sig = owner[pid]
             if sig < 0:
                 if sig <= _MARKER_BASE and markers is not None:
                     markers.add(MARKERS[_MARKER_BASE - sig][0])
                 continue
-            # A suffixed pattern ends just past the newline, a "$" one just before it.
-            key = (find(b"\n", end - 1 if end else 0), sig)
+            # A suffixed pattern ends just past the newline; a "$" one ends at it (or the block's end).
+            key = (end - 1 if end and block[end - 1] == 10 else find(b"\n", end), sig)
             need = confirm[pid]
-            if per_line.get(key, True):
+            if get(key, CONFIRM_ALWAYS + 1) > need:
                 per_line[key] = need
         out: list[Candidate] = []
         rfind = block.rfind
         last_le, last_ls = -2, 0
+        ascii_line = True
         for (le, sig), need in sorted(per_line.items()):
             if le != last_le:
                 last_le, last_ls = le, rfind(b"\n", 0, le) + 1
-            out.append((last_ls + shift, le + shift, sig, need))
+                ascii_line = need != CONFIRM_NON_ASCII or block[last_ls:le].isascii()
+            elif need == CONFIRM_NON_ASCII:
+                ascii_line = block[last_ls:le].isascii()
+            out.append((last_ls + shift, le + shift, sig,
+                        need == CONFIRM_ALWAYS or (need == CONFIRM_NON_ASCII and not ascii_line)))
         return out
 
 
@@ -132,45 +149,64 @@ class HyperscanEngine:
 # has any, so the scanner's own regexes run only where they will find something.
 MARKERS = (("rank", rb"\[(?:rank|default)"), ("mpi", rb"\]<std"))
 _MARKER_BASE = -2  # owner ids -2, -3, ... stand for MARKERS[0], MARKERS[1], ...
-_FORMAT = 4  # bump when the expressions built from a pattern change
+_FORMAT = 5  # bump when the expressions built from a pattern change
+# How a pattern's hits are confirmed by re: never, on lines that are not ASCII, always.
+CONFIRM_NEVER, CONFIRM_NON_ASCII, CONFIRM_ALWAYS = 0, 1, 2
 
 
-def _load(db_path: Path, meta_path: Path) -> tuple[Any, list[int], list[bool], set[int]] | None:
+@functools.cache
+def _code_hash() -> bytes:
+    """The source of the modules that turn patterns into Hyperscan expressions."""
+    from denpex.catalog import regex_subset
+
+    digest = hashlib.sha256()
+    for module in (regex_subset, sys.modules[__name__]):
+        with contextlib.suppress(OSError, TypeError):
+            digest.update(Path(module.__file__ or "").read_bytes())
+    return digest.digest()
+
+
+def _load(db_path: Path, meta_path: Path) -> tuple[Any, list[int], list[int], set[int]] | None:
     """A cached database and what goes with it; anything unreadable means compile afresh."""
     try:
         meta = json.loads(meta_path.read_bytes())
         db = hyperscan.loadb(db_path.read_bytes(), mode=hyperscan.HS_MODE_BLOCK)
         db.scratch = hyperscan.Scratch(db)  # a deserialised database has none
-        return db, [int(x) for x in meta["owners"]], [bool(x) for x in meta["confirm"]], set(meta["fallback"])
+        return db, [int(x) for x in meta["owners"]], [int(x) for x in meta["confirm"]], set(meta["fallback"])
     except Exception:  # a stale or corrupt cache is recompiled, never trusted
         return None
 
 
 def _compile(chosen: list[tuple[int, Signature]], single: set[int],
-             markers: bool = False) -> tuple[Any, list[int], list[bool], set[int]]:
+             markers: bool = False) -> tuple[Any, list[int], list[int], set[int]]:
     exprs: list[bytes] = []
     flags: list[int] = []
     owners: list[int] = []
-    confirm: list[bool] = []
+    confirm: list[int] = []
     if markers:
         for i, (_, rx) in enumerate(MARKERS):
             exprs.append(rx)
             flags.append(hyperscan.HS_FLAG_SINGLEMATCH)
             owners.append(_MARKER_BASE - i)
-            confirm.append(False)
+            confirm.append(CONFIRM_NEVER)
     unfit: set[int] = set()
     for idx, sig in chosen:
         built = []
         for pat in sig.patterns:
             expr = trim_trailing_repeats(pat)
-            need = can_match_newline(pat)
-            if needs_utf8(expr):
-                # Byte-wise with room for multi-byte characters; re on the line decides.
-                wide = widen_for_bytes(expr)
-                if wide is None:
-                    unfit.add(idx)
-                    break
-                expr, need = wide, True
+            exact = line_exact_for_bytes(expr)
+            if exact is not None:
+                need = CONFIRM_NEVER if exact == expr else CONFIRM_NON_ASCII
+                expr = exact
+            else:
+                need = CONFIRM_ALWAYS if can_match_newline(pat) else CONFIRM_NEVER
+                if needs_utf8(expr):
+                    # Byte-wise with room for multi-byte characters; re on the line decides.
+                    wide = widen_for_bytes(expr)
+                    if wide is None:
+                        unfit.add(idx)
+                        break
+                    expr, need = wide, CONFIRM_ALWAYS
             f = hyperscan.HS_FLAG_MULTILINE
             if idx in single:
                 f |= hyperscan.HS_FLAG_SINGLEMATCH

@@ -227,10 +227,16 @@ class Scanner:
 
         want = PROGRESS_HEAD - len(kept.head)
         head_end = 0
+        # What the head's windows found, all of it: where they reach, the tail is answered from it.
+        scanned: list[Candidate] = []
+        covered = 0
         start, width = 0, _WINDOW
         while want > 0 and start < len(data):
             end = _line_end_after(data, start + width)
-            for ls, le, _, need in window(start, end):
+            got = window(start, end)
+            scanned.extend(got)
+            covered = end
+            for ls, le, _, need in got:
                 item = confirmed(ls, le, need) if want > 0 else None
                 if item is not None:
                     out.append(item)
@@ -240,8 +246,13 @@ class Scanner:
         latest: list[tuple[int, Signature, str, dict[str, str], None]] = []
         end, width = len(data), _WINDOW
         while end > head_end and len(latest) < PROGRESS_TAIL:
-            start = max(head_end, _line_start_before(data, end - width))
-            for ls, le, _, need in reversed(window(start, end)):
+            if end <= covered:
+                stretch = [c for c in scanned if head_end <= c[0] < end]
+                start = head_end
+            else:
+                start = max(head_end, covered, _line_start_before(data, end - width))
+                stretch = window(start, end)
+            for ls, le, _, need in reversed(stretch):
                 item = confirmed(ls, le, need) if len(latest) < PROGRESS_TAIL else None
                 if item is not None:
                     latest.append(item)
@@ -257,7 +268,9 @@ class Scanner:
                    fields=fields,
                    source_index=src.index, rank=info.rank, host=info.host, pid=info.pid,
                    gpu_index=info.gpu_index, pci_bus_id=info.pci_bus_id, uuid=info.uuid)
-        stamp = parse_stamp(line) or parse_stamp(line[len(line) - len(line.lstrip()):])
+        stamp = parse_stamp(line)
+        if stamp is None and line[:1].isspace():
+            stamp = parse_stamp(line.lstrip())
         if stamp is not None:
             memo.remember(ls, stamp, line_no)
         else:
@@ -308,13 +321,21 @@ def _kept_text(line: str, sig: Signature) -> str:
     return line.replace("\r", " ") if "\r" in line else line
 
 
+def is_informational(sig: Signature) -> bool:
+    """A context signature whose fields feed no decision: a few of its lines say all there is."""
+    if sig.role != "context" or sig.category in ("harmless", "progress"):
+        return False
+    return not {name for rx in sig.compiled_extract for name in rx.groupindex} & DECISION_FIELDS
+
+
 def _cap(sig: Signature, sources: int) -> int:
     """Lines of one signature kept per source; with many sources, context shares the total."""
     if sig.role != "context" or sig.category == "harmless":
         return MAX_EVENTS_PER_SIGNATURE  # a harmless mark must reach every line it clears
-    names = {name for rx in sig.compiled_extract for name in rx.groupindex}
-    if not names & DECISION_FIELDS:
-        return MAX_INFO_EVENTS
+    if is_informational(sig):
+        # The first MAX_INFO_EVENTS_TOTAL across all sources are kept; a source need not build more
+        # than its share (a 1,024-rank job's files would otherwise make four of each apiece).
+        return min(MAX_INFO_EVENTS, max(1, MAX_INFO_EVENTS_TOTAL // max(1, sources)))
     return min(MAX_EVENTS_PER_SIGNATURE, max(MIN_CONTEXT_PER_SOURCE, MAX_CONTEXT_EVENTS_TOTAL // max(1, sources)))
 
 
@@ -439,7 +460,7 @@ class _TotalCap:
 
     def __init__(self, scanner: Scanner) -> None:
         self.sigs = scanner.catalog.by_id
-        self.caps = scanner.caps_by_id
+        self.info = {sig.id for sig in scanner.catalog.signatures if is_informational(sig)}
         self.total: dict[str, int] = {}
 
     def apply(self, res: SourceResult) -> None:
@@ -449,7 +470,7 @@ class _TotalCap:
             if sig is None or sig.role != "context" or sig.category in ("progress", "harmless"):
                 kept.append(ev)
                 continue
-            limit = MAX_INFO_EVENTS_TOTAL if self.caps.get(sig.id) == MAX_INFO_EVENTS else MAX_CONTEXT_EVENTS_TOTAL
+            limit = MAX_INFO_EVENTS_TOTAL if sig.id in self.info else MAX_CONTEXT_EVENTS_TOTAL
             n = self.total.get(sig.id, 0) + 1
             self.total[sig.id] = n
             if n <= limit:
