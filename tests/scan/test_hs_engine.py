@@ -56,7 +56,7 @@ _TRICKY = [b"\x1c", b"\x1f", b"\t", b"\r", b" ", b"\xc3\xa9", b"\xe2\x96\x88", b
 _EXAMPLES = [ex.line.encode("utf-8") for p in example_files(RULES_DIR) for ex in parse_examples(p)]
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_same_hits_on_example_lines_with_awkward_bytes_put_in(hs: hs_engine.HyperscanEngine, catalog: Catalog,
                                                               data: st.DataObject) -> None:

@@ -11,6 +11,7 @@ pattern's literals cannot match it, so the engine never runs that pattern on it.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 from re import _constants as sre_c  # type: ignore[attr-defined]
@@ -423,3 +424,63 @@ def _line_class(atom: str) -> tuple[str, bool] | None:
     except re.error:
         return None
     return rebuilt, False
+
+
+_DIGITS = range(0x30, 0x3A)
+
+
+@functools.lru_cache(maxsize=4096)
+def digit_shape(patterns: tuple[str, ...]) -> bytes:
+    """A byte translation that puts together the digits no pattern tells apart.
+
+    Two digits every atom treats alike (``\\d``, ``[0-9a-f]``, ``.``) are interchangeable: a
+    line matches exactly when it matches with one put for the other. So each digit becomes the
+    least digit of its class (all of them '0' for most patterns; ``[1-9]`` keeps '0' apart from
+    the rest, a literal ``21`` keeps '1' and '2' apart), and a pattern's answer for a line can be
+    remembered under that shape: log lines repeat with other numbers far more than other words.
+    """
+    atoms: list[tuple[Any, Any]] = []
+    for pattern in patterns:
+        try:
+            parsed = sre_parse.parse(pattern)
+        except re.error:
+            return bytes(range(256))
+        _any_atom(parsed, lambda op, av: _collect(atoms, op, av))
+    vectors = {d: tuple(_digit_in(op, av, d) for op, av in atoms) for d in _DIGITS}
+    table = bytearray(range(256))
+    for d in _DIGITS:
+        table[d] = min(e for e in _DIGITS if vectors[e] == vectors[d])
+    return bytes(table)
+
+
+def _collect(into: list[tuple[Any, Any]], op: Any, av: Any) -> bool:
+    into.append((op, av))
+    return False  # keep walking
+
+
+def _digit_in(op: Any, av: Any, d: int) -> object:
+    """How one atom sees digit ``d``: the same value for two digits means it cannot tell them apart."""
+    if op in (sre_c.LITERAL, sre_c.NOT_LITERAL):
+        return av == d
+    if op is sre_c.IN:
+        return _in_set(av, d)
+    if op in (sre_c.ANY, sre_c.AT, sre_c.CATEGORY):
+        return True
+    return d  # anything else: every digit on its own
+
+
+def _in_set(items: Any, ch: int) -> object:
+    hit = False
+    negate = False
+    for op, av in items:
+        if op is sre_c.NEGATE:
+            negate = True
+        elif op is sre_c.LITERAL:
+            hit = hit or av == ch
+        elif op is sre_c.RANGE:
+            hit = hit or av[0] <= ch <= av[1]
+        elif op is sre_c.CATEGORY:
+            hit = hit or av in (sre_c.CATEGORY_DIGIT, sre_c.CATEGORY_WORD, sre_c.CATEGORY_NOT_SPACE)
+        else:
+            return ch
+    return hit != negate

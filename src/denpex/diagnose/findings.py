@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from denpex.catalog.model import Signature
 from denpex.evidence import Event
 
-PROGRESS_FIELDS = ("step", "epoch", "checkpoint", "completed")
+PROGRESS_FIELDS = frozenset({"step", "epoch", "checkpoint", "completed"})
 
 
 @dataclass
@@ -117,7 +117,7 @@ def mark_recovered(findings: list[Finding]) -> list[Finding]:
     last_fatal: dict[int, int] = {}
     for f in findings:
         src = f.event.source_index
-        if f.role == "context" and any(k in f.event.fields for k in PROGRESS_FIELDS):
+        if f.role == "context" and not PROGRESS_FIELDS.isdisjoint(f.event.fields):
             progress.setdefault(src, []).append((f.event.line_no, f.rank))
         elif f.sig.is_failure and f.sig.severity == "fatal":
             last_fatal[src] = max(last_fatal.get(src, 0), f.event.line_no)

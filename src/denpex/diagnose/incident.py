@@ -162,8 +162,8 @@ def _coverage(diag: Diagnosis) -> dict[str, Any]:
     for r in diag.results:
         entry: dict[str, Any] = {"source": r.source.display, "kind": r.kind, "lines": r.lines,
                                  "ranks": sorted(r.ranks), "warnings": list(r.source.warnings)}
-        for sig_id, n in sorted(r.dropped.items()):
-            entry["warnings"].append(f"{n} further lines matching {sig_id} not kept")
+        for sig_id in sorted(r.dropped):
+            entry["warnings"].append(f"more lines matching {sig_id} than were kept")
         sources.append(entry)
     return {"sources": sources, "missing": list(diag.missing)}
 

@@ -13,7 +13,7 @@ confirmed hits; a differential test holds them to it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 from denpex.catalog.model import Signature
@@ -56,7 +56,9 @@ def _table(blur_hex: bool) -> bytes:
 BLUR = _table(blur_hex=True)
 PLAIN = _table(blur_hex=False)
 _CACHE_LINE = 1024  # longer lines are rarely repeated; not worth remembering
-_CACHE_ENTRIES = 200_000
+_CACHE_ENTRIES = 100_000
+# The blurred shape from the plain one: the hex letters the plain shape keeps become '0' too.
+_PLAIN_TO_BLUR = bytes.maketrans(b"abcdef", b"000000")
 
 LiteralSets = tuple[tuple[bytes, ...], ...]  # one literal of each set must occur
 # Per passing pattern, the plain-shape literal sets a line must hold (None: nothing to check),
@@ -74,17 +76,6 @@ def _has_all(sets: LiteralSets, text: bytes) -> bool:
     return all(any(lit in text for lit in opt) for opt in sets)
 
 
-def _holds(sets: LiteralSets, find: Callable[[bytes, int, int], int], start: int, end: int) -> bool:
-    """Whether text[start:end] holds one literal of every set (``find`` is the text's own)."""
-    for opt in sets:
-        for lit in opt:
-            if find(lit, start, end) >= 0:
-                break
-        else:
-            return False
-    return True
-
-
 class ReEngine:
     """Standard-library engine: literal prefilter per line shape, confirmed by the scanner.
 
@@ -92,8 +83,8 @@ class ReEngine:
     selective required literal. A blurred shape not seen before is cut into words, each word
     into its three-byte pieces (remembered per word: words repeat far more than lines); only
     patterns indexed under one of them are looked at, and such a pattern passes only when
-    every literal it requires (one of each set) is in the shape. Per line, the passing
-    patterns' literals are then looked up in the plain shape.
+    every literal it requires (one of each set) is in the shape. The passing patterns'
+    literals are then looked up in the plain shape, and the answer is remembered under it.
     """
 
     name = "re"
@@ -135,6 +126,8 @@ class ReEngine:
             self._by_gram.setdefault(gram, []).append(entry)
         self._grams = frozenset(self._by_gram)
         self._shapes: dict[bytes, tuple[Check, ...]] = {}
+        # The final answer per plain shape: most lines differ from an earlier one only in numbers.
+        self._answers: dict[bytes, tuple[int, ...]] = {}
         self.markers: set[str] = set()
         self._words: dict[bytes, frozenset[bytes]] = {}
 
@@ -174,33 +167,43 @@ class ReEngine:
     def _lines(self, block: bytes, start: int, end: int, only: int | None) -> list[Candidate]:
         """Candidates of the whole lines in ``block[start:end]`` (of signature ``only``)."""
         out: list[Candidate] = []
-        shapes = self._shapes
-        get = shapes.get
+        answers = self._answers
+        get = answers.get
         if start > 0 or end < len(block):
             block = block[start:end]
-        find = block.translate(PLAIN).find
-        pos = 0
-        for line in block.translate(BLUR).split(b"\n")[:-1]:
-            checks = get(line)
-            if checks is None:
-                checks = self._for_shape(line)
-                if len(line) <= _CACHE_LINE:
-                    if len(shapes) >= _CACHE_ENTRIES:
-                        shapes.clear()
-                    shapes[line] = checks
+        pos = start
+        for line in block.translate(PLAIN).split(b"\n")[:-1]:
             le = pos + len(line)
-            if checks:
-                hit: list[int] = []
-                for pats, idxs in checks:
-                    if only is not None and only not in idxs:
-                        continue
-                    if pats is None or any(_holds(sets, find, pos, le) for sets in pats):
-                        hit.extend(idxs if only is None else (only,))
-                if hit:
-                    hit.sort()
-                    out.extend((pos + start, le + start, idx, True) for idx in hit)
+            hit = get(line)
+            if hit is None:
+                hit = self._answer(line)
+                if len(line) <= _CACHE_LINE:
+                    if len(answers) >= _CACHE_ENTRIES:
+                        answers.clear()
+                    answers[line] = hit
+            if hit:
+                if only is None:
+                    out.extend([(pos, le, idx, True) for idx in hit])
+                elif only in hit:
+                    out.append((pos, le, only, True))
             pos = le + 1
         return out
+
+    def _answer(self, plain: bytes) -> tuple[int, ...]:
+        """Signatures that may match a line of this plain shape (sorted)."""
+        shape = plain.translate(_PLAIN_TO_BLUR)
+        checks = self._shapes.get(shape)
+        if checks is None:
+            checks = self._for_shape(shape)
+            if len(shape) <= _CACHE_LINE:
+                if len(self._shapes) >= _CACHE_ENTRIES:
+                    self._shapes.clear()
+                self._shapes[shape] = checks
+        hit: list[int] = []
+        for pats, idxs in checks:
+            if pats is None or any(_has_all(sets, plain) for sets in pats):
+                hit.extend(idxs)
+        return tuple(sorted(hit))
 
 
 def all_hits(engine: Engine, block: bytes) -> list[tuple[int, int, int]]:

@@ -25,6 +25,7 @@ from typing import Any
 
 from denpex.catalog.loader import Catalog
 from denpex.catalog.model import Signature
+from denpex.catalog.regex_subset import digit_shape
 from denpex.collect.inputs import BLOCK, Source, read_blocks, split_points
 from denpex.collect.kinds import detect_kind, rank_from_name
 from denpex.collect.lineinfo import looks_srun_labelled, normalize_pci, parse_line_info
@@ -81,7 +82,7 @@ class SourceResult:
     events: list[Event] = field(default_factory=list)
     file_rank: int | None = None
     years: set[int] = field(default_factory=set)
-    dropped: dict[str, int] = field(default_factory=dict)
+    dropped: dict[str, int] = field(default_factory=dict)  # lines left out, at least this many
 
 
 @dataclass
@@ -115,6 +116,24 @@ class Scanner:
         self.progress = progress
         self.caps = [_cap(sig, sources) for sig in catalog.signatures]
         self.caps_by_id = {sig.id: cap for sig, cap in zip(catalog.signatures, self.caps, strict=True)}
+        # Confirmations remembered per line shape (digits the patterns cannot tell apart made
+        # one): the same step line with another number is answered from memory.
+        self._answers: dict[tuple[int, bytes], bool] = {}
+
+    def _confirm(self, idx: int, raw: bytes) -> bool:
+        """Whether signature ``idx`` matches the line ``raw`` (re on the decoded line, or memory)."""
+        if len(raw) > _MEMO_LINE:
+            return self.catalog.signatures[idx].matches(raw.decode("utf-8", "replace"))
+        key = (idx, raw.translate(digit_shape(self.catalog.signatures[idx].patterns)))
+        got = self._answers.get(key)
+        if got is None:
+            # Digits are ASCII and never inside a multi-byte character: the shape decodes to
+            # the decoded line with its digits replaced.
+            got = self.catalog.signatures[idx].matches(key[1].decode("utf-8", "replace"))
+            if len(self._answers) >= _MEMO_ENTRIES:
+                self._answers.clear()
+            self._answers[key] = got
+        return got
 
     def scan_source(self, src: Source) -> SourceResult:
         return merge_parts(src, [self.scan_part(src)], self.caps_by_id)
@@ -161,13 +180,14 @@ class Scanner:
             sid = sig.id
             n = hits.get(sid, 0)
             if n >= caps[idx]:
-                # Past the cap a hit is only counted (the incident says how many were dropped).
-                if not need or sig.matches(data[ls:le].decode("utf-8", "replace")):
+                # Past the cap only whether there was one more line is kept (the incident says
+                # lines were left out): a flood of a million lines costs one confirmation.
+                if n == caps[idx] and (not need or self._confirm(idx, data[ls:le])):
                     hits[sid] = n + 1
                 continue
-            line = data[ls:le].decode("utf-8", "replace")
-            if need and not sig.matches(line):
+            if need and not self._confirm(idx, data[ls:le]):
                 continue
+            line = data[ls:le].decode("utf-8", "replace")
             hits[sid] = n + 1
             fields = sig.extract_fields(line)
             key: ContextKey | None = None
@@ -211,9 +231,9 @@ class Scanner:
         out: list[tuple[int, Signature, str, dict[str, str], None]] = []
 
         def confirmed(ls: int, le: int, need: bool) -> tuple[int, Signature, str, dict[str, str], None] | None:
-            line = data[ls:le].decode("utf-8", "replace")
-            if need and not sig.matches(line):
+            if need and not self._confirm(idx, data[ls:le]):
                 return None
+            line = data[ls:le].decode("utf-8", "replace")
             return (ls, sig, line, sig.extract_fields(line), None)
 
         if found is not None:  # the engine listed them all: a window is a slice of that list
@@ -287,6 +307,9 @@ class Scanner:
                 setattr(ev, key, fields[key])
         return ev
 
+
+_MEMO_LINE = 2048  # longer lines rarely repeat
+_MEMO_ENTRIES = 100_000
 
 _WINDOW = 64 * 1024  # first window of a block searched for progress lines; doubles as needed
 
