@@ -23,12 +23,13 @@ Candidate = tuple[int, int, int, bool]
 
 
 class Engine(Protocol):
-    """``scan`` finds every candidate, except that a progress signature may be reported only
-    once per block (its presence); ``progress_candidates`` then lists a stretch's progress lines."""
+    """``scan`` finds every candidate, except that a progress signature not in ``listed_progress``
+    may be reported only once per block (its presence); ``progress_candidates`` then lists a
+    stretch's lines of it."""
 
     name: str
     signatures: list[Signature]
-    reports_all_progress: bool  # whether scan() lists every progress line, not just one per block
+    listed_progress: frozenset[int]  # progress signatures whose every line scan() lists
     markers: set[str]  # after scan(): launcher prefixes the block may hold ("rank", "mpi")
 
     def scan(self, block: bytes) -> list[Candidate]:
@@ -88,10 +89,10 @@ class ReEngine:
     """
 
     name = "re"
-    reports_all_progress = True
 
     def __init__(self, signatures: Sequence[Signature]) -> None:
         self.signatures = list(signatures)
+        self.listed_progress = frozenset(i for i, sig in enumerate(self.signatures) if sig.category == "progress")
         self.unfiltered: list[int] = []
         # (blurred key literal, other blurred sets, signature, pattern number)
         entries: list[tuple[bytes, LiteralSets, int, int]] = []
@@ -220,7 +221,7 @@ def all_hits(engine: Engine, block: bytes) -> list[tuple[int, int, int]]:
             out.add((ls, le, idx))
 
     for ls, le, idx, need in engine.scan(block):
-        if sigs[idx].category == "progress":
+        if sigs[idx].category == "progress" and idx not in engine.listed_progress:
             progress.add(idx)
         else:
             confirmed(ls, le, idx, need)

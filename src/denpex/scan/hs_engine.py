@@ -46,15 +46,20 @@ def available() -> bool:
 
 class HyperscanEngine:
     name = "hyperscan"
-    reports_all_progress = False
 
     def __init__(self, signatures: Sequence[Signature], cache: bool = True) -> None:
         if hyperscan is None:
             raise RuntimeError("hyperscan is not installed (pip install 'denpex[fast]')")
         self.signatures = list(signatures)
         progress = {i for i, sig in enumerate(self.signatures) if sig.category == "progress"}
-        # Progress signatures report once per block in the main database (that they occur);
-        # a database of their own then finds their lines in the stretches the scanner asks for.
+        # A progress signature that prints every training step (its only field is the step
+        # number, where a checkpoint or epoch line names more) reports once per block in the
+        # main database (that it occurs); a database of its own then finds its lines in the
+        # stretches the scanner asks for. Rarer progress lines (epochs, checkpoints) are listed.
+        per_step = {i for i in progress
+                    if {n for rx in self.signatures[i].compiled_extract for n in rx.groupindex} == {"step"}}
+        self.listed_progress = frozenset(progress - per_step)
+        progress = per_step
         self.db, self._owner, self._confirm, fallback = self._database(None, progress, cache, markers=True)
         self.markers: set[str] = set()
         # One database per progress signature: a sparse one searched across a whole block must
@@ -102,6 +107,8 @@ class HyperscanEngine:
             return [(ls, le, ids[i], need) for ls, le, i, need
                     in self._fallback.progress_candidates(block, start, end, ids.index(sig))]
         part = block if start == 0 and end == len(block) else block[start:end]
+        if sig in self.listed_progress:  # scan() lists these: the main database has every line
+            return [c for c in self._scan(self.db, self._owner, self._confirm, part, start) if c[2] == sig]
         db, owner, confirm, _ = self._p_dbs[sig]
         return self._scan(db, owner, confirm, part, start)
 

@@ -200,7 +200,7 @@ class Scanner:
                 seen.add(key)
             keep.append((ls, sig, line, fields, (n + 1, key)))
         for idx, found in present.items():
-            keep.extend(self._progress_lines(idx, data, res, found if self.engine.reports_all_progress else None))
+            keep.extend(self._progress_lines(idx, data, res, found if idx in self.engine.listed_progress else None))
         # Line numbers and inherited stamps in one pass down the block.
         keep.sort(key=lambda k: k[0])
         memo = _StampMemo(data)
