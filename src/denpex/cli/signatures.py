@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from denpex.catalog import Signature
+from denpex.catalog.posix import to_ere
 from denpex.catalog.selftest import run_selftest
 from denpex.cli.common import catalog_or_report
 
@@ -32,7 +33,8 @@ def register(sub: Any) -> None:
     sp.add_argument("--format", choices=("text", "json"), default="text")
     ssub.add_parser("test", help="run every example line; non-zero exit on any failure")
     ep = ssub.add_parser("export", help="patterns one per line, for comparisons with rg/grep")
-    ep.add_argument("--format", choices=("rg", "grep"), default="rg")
+    ep.add_argument("--format", choices=("rg", "grep"), default="rg",
+                    help="rg: Rust regex syntax; grep: POSIX ERE for GNU grep -E")
     p.set_defaults(func=run)
 
 
@@ -85,12 +87,19 @@ def run(args: argparse.Namespace) -> int:
               f"{n_ok} passed, {len(report.failures) + len(report.problems)} failed")
         return 0 if report.ok else 1
     if args.action == "export":
+        skipped = 0
         for s in catalog.signatures:
             for pat in s.patterns:
                 if args.format == "rg":
                     print(f"(?i:{pat})" if s.case_insensitive else pat)
+                    continue
+                ere = to_ere(pat, s.case_insensitive)
+                if ere is None:
+                    skipped += 1
                 else:
-                    print(pat)
+                    print(ere)
+        if skipped:
+            print(f"denpex: {skipped} pattern(s) have no POSIX ERE form and were left out", file=sys.stderr)
         return 0
     return 2
 
