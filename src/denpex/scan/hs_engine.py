@@ -123,9 +123,12 @@ class HyperscanEngine:
 
         db.scan(block, match_event_handler=on_match)
         find = block.find
-        # (line end, signature) -> the least confirmation any hit on it asks for
-        per_line: dict[tuple[int, int], int] = {}
-        get = per_line.get
+        # Line end -> {signature: the least confirmation any hit on that line asks for}. Hits
+        # come in order of where they end, so a line's hits arrive together.
+        lines: list[tuple[int, dict[int, int]]] = []
+        cur_le = -1
+        cur: dict[int, int] = {}
+        ordered = True
         for end, pid in hits:
             sig = owner[pid]
             if sig < 0:
@@ -133,22 +136,36 @@ class HyperscanEngine:
                     markers.add(MARKERS[_MARKER_BASE - sig][0])
                 continue
             # A suffixed pattern ends just past the newline; a "$" one ends at it (or the block's end).
-            key = (end - 1 if end and block[end - 1] == 10 else find(b"\n", end), sig)
+            le = end - 1 if end and block[end - 1] == 10 else find(b"\n", end)
+            if le != cur_le:
+                if le < cur_le:
+                    ordered = False
+                cur_le, cur = le, {}
+                lines.append((le, cur))
             need = confirm[pid]
-            if get(key, CONFIRM_ALWAYS + 1) > need:
-                per_line[key] = need
+            if cur.get(sig, CONFIRM_ALWAYS + 1) > need:
+                cur[sig] = need
+        if not ordered:  # never seen; kept so that correctness does not rest on the report order
+            merged: dict[int, dict[int, int]] = {}
+            for le, found in lines:
+                into = merged.setdefault(le, {})
+                for sig, need in found.items():
+                    into[sig] = min(need, into.get(sig, need))
+            lines = sorted(merged.items())
         out: list[Candidate] = []
         rfind = block.rfind
-        last_le, last_ls = -2, 0
-        ascii_line = True
-        for (le, sig), need in sorted(per_line.items()):
-            if le != last_le:
-                last_le, last_ls = le, rfind(b"\n", 0, le) + 1
-                ascii_line = need != CONFIRM_NON_ASCII or block[last_ls:le].isascii()
-            elif need == CONFIRM_NON_ASCII:
-                ascii_line = block[last_ls:le].isascii()
-            out.append((last_ls + shift, le + shift, sig,
-                        need == CONFIRM_ALWAYS or (need == CONFIRM_NON_ASCII and not ascii_line)))
+        for le, found in lines:
+            ls = rfind(b"\n", 0, le) + 1
+            ascii_line: bool | None = None
+            for sig in sorted(found):
+                need = found[sig]
+                if need == CONFIRM_NON_ASCII:
+                    if ascii_line is None:
+                        ascii_line = block[ls:le].isascii()
+                    confirm_it = not ascii_line
+                else:
+                    confirm_it = need == CONFIRM_ALWAYS
+                out.append((ls + shift, le + shift, sig, confirm_it))
         return out
 
 
