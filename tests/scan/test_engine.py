@@ -65,3 +65,15 @@ def test_non_ascii_lines_fall_back_correctly(catalog: Catalog, engine: ReEngine,
 def _one_line(text: str) -> str:
     # What the reader hands an engine: no newline, carriage return or NUL inside a line, valid UTF-8.
     return text.replace("\n", " ").replace("\r", " ").replace("\x00", "").encode("utf-8", "replace").decode("utf-8")
+
+
+def test_long_progress_bar_lines_give_the_lines_a_full_check_gives(catalog: Catalog, engine: ReEngine,
+                                                                    example_lines: list[str]) -> None:
+    # A bar redrawn with carriage returns hundreds of times, an example line hidden in one of
+    # the redraws; twice, so the second time the answer comes from what the first remembered.
+    for failing in example_lines[::97]:
+        redraws = [f"Epoch 0: {i % 100:3d}%|{'#' * (i % 10)}| {i}/500 [00:{i % 60:02d}<00:10]" for i in range(300)]
+        redraws.insert(150, failing)
+        line = "\r".join(redraws)
+        chunk = f"{line}\nplain line\n{line}"
+        assert hits(engine, chunk) == naive(catalog, chunk)

@@ -14,7 +14,8 @@ confirmed hits; a differential test holds them to it.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from itertools import accumulate, compress, count
+from typing import Protocol, cast
 
 from denpex.catalog.model import Signature
 from denpex.catalog.regex_subset import required_literal_sets
@@ -58,6 +59,10 @@ BLUR = _table(blur_hex=True)
 PLAIN = _table(blur_hex=False)
 _CACHE_LINE = 1024  # longer lines are rarely repeated; not worth remembering
 _CACHE_ENTRIES = 100_000
+# Launcher prefixes a line may carry (looked for in the lower-cased plain shape, so a few more
+# lines than hold them exactly: the marks only tell the scanner where to look for ranks).
+_MARK_SETS = {(False, False): frozenset(), (True, False): frozenset({"rank"}), (False, True): frozenset({"mpi"}),
+              (True, True): frozenset({"rank", "mpi"})}
 # The blurred shape from the plain one: the hex letters the plain shape keeps become '0' too.
 _PLAIN_TO_BLUR = bytes.maketrans(b"abcdef", b"000000")
 
@@ -96,12 +101,15 @@ class ReEngine:
         self.unfiltered: list[int] = []
         # (blurred key literal, other blurred sets, signature, pattern number)
         entries: list[tuple[bytes, LiteralSets, int, int]] = []
+        self._cr_safe = True
         # Per pattern: the plain form of its literal sets, or None when the blur loses nothing of them
         self._plain: dict[tuple[int, int], LiteralSets | None] = {}
         for idx, sig in enumerate(self.signatures):
             mine: list[tuple[bytes, LiteralSets, int, int]] = []
             for no, pat in enumerate(sig.patterns):
                 sets = required_literal_sets(pat)
+                if any("\r" in lit for opt in sets for lit in opt):
+                    self._cr_safe = False  # see _lines: progress-bar lines are then looked at whole
                 if not sets:
                     break
                 pairs = [tuple(sorted((lit.encode("utf-8").translate(BLUR), lit.encode("utf-8").translate(PLAIN))
@@ -129,6 +137,7 @@ class ReEngine:
         self._shapes: dict[bytes, tuple[Check, ...]] = {}
         # The final answer per plain shape: most lines differ from an earlier one only in numbers.
         self._answers: dict[bytes, tuple[int, ...]] = {}
+        self._marked: dict[bytes, frozenset[str]] = {}  # remembered lines that carry launcher prefixes
         self.markers: set[str] = set()
         self._words: dict[bytes, frozenset[bytes]] = {}
 
@@ -158,37 +167,78 @@ class ReEngine:
         return tuple((pats, tuple(idxs)) for pats, idxs in groups.items() if idxs)
 
     def scan(self, block: bytes) -> list[Candidate]:
-        self.markers = {name for name, needle in (("rank", b"[rank"), ("rank", b"[default"), ("mpi", b"]<std"))
-                        if needle in block}
         return self._lines(block, 0, len(block), None)
 
     def progress_candidates(self, block: bytes, start: int, end: int, sig: int) -> list[Candidate]:
         return self._lines(block, start, end, sig)
 
     def _lines(self, block: bytes, start: int, end: int, only: int | None) -> list[Candidate]:
-        """Candidates of the whole lines in ``block[start:end]`` (of signature ``only``)."""
-        out: list[Candidate] = []
+        """Candidates of the whole lines in ``block[start:end]`` (of signature ``only``).
+
+        Per line there is only a dictionary lookup, done for all lines at once; Python looks
+        at a line itself only when its shape is new or it may match something.
+        """
         answers = self._answers
         get = answers.get
         if start > 0 or end < len(block):
             block = block[start:end]
-        pos = start
-        for line in block.translate(PLAIN).split(b"\n")[:-1]:
-            le = pos + len(line)
-            hit = get(line)
-            if hit is None:
-                hit = self._answer(line)
-                if len(line) <= _CACHE_LINE:
-                    if len(answers) >= _CACHE_ENTRIES:
-                        answers.clear()
-                    answers[line] = hit
-            if hit:
-                if only is None:
-                    out.extend([(pos, le, idx, True) for idx in hit])
-                elif only in hit:
-                    out.append((pos, le, only, True))
-            pos = le + 1
+        lines = block.translate(PLAIN).split(b"\n")
+        lines.pop()  # after the block's last newline
+        found: list[tuple[int, ...] | None] = list(map(get, lines))
+        unkept: set[str] = set()  # marks of new lines too long to remember
+        at = -1
+        while True:
+            try:
+                at = found.index(None, at + 1)
+            except ValueError:
+                break
+            line = lines[at]
+            got = get(line)
+            if got is None:
+                key = line
+                if len(line) > _CACHE_LINE and self._cr_safe and b"\r" in line:
+                    # A progress bar redrawn with carriage returns: no literal holds a carriage
+                    # return, so the distinct stretches between them hold the same literals as the
+                    # whole line, and (digits folded) they repeat from one such line to the next.
+                    key = b"\r".join(dict.fromkeys(line.split(b"\r")))
+                    got = get(key)
+                if got is None:
+                    got = self._answer(key)
+                    if len(key) <= _CACHE_LINE * (1 if key is line else 8):
+                        if len(answers) >= _CACHE_ENTRIES:
+                            answers.clear()
+                            self._marked.clear()
+                        answers[key] = got
+                        marks = self._marked_line(key)
+                        if marks:
+                            self._marked[key] = marks
+                if key is not line or len(line) > _CACHE_LINE:
+                    unkept.update(self._marked.get(key) or self._marked_line(key))
+            found[at] = got
+        answered = cast("list[tuple[int, ...]]", found)
+        if only is None:
+            # Lines keep the hash their lookup computed: this is a set operation in C.
+            self.markers = set(unkept)
+            for line in set(self._marked).intersection(lines) if self._marked else ():
+                self.markers.update(self._marked[line])
+        ends = list(accumulate(map(len, lines)))
+        out: list[Candidate] = []
+        for i in compress(count(), answered):
+            le = ends[i] + i + start
+            ls = le - len(lines[i])
+            hit = answered[i]
+            if only is None:
+                out.extend([(ls, le, idx, True) for idx in hit])
+            elif only in hit:
+                out.append((ls, le, only, True))
         return out
+
+    @staticmethod
+    def _marked_line(plain: bytes) -> frozenset[str]:
+        """Launcher prefixes the line may carry ("rank", "mpi")."""
+        rank = b"[rank" in plain or b"[default" in plain
+        mpi = b"]<std" in plain
+        return _MARK_SETS[rank, mpi]
 
     def _answer(self, plain: bytes) -> tuple[int, ...]:
         """Signatures that may match a line of this plain shape (sorted)."""
