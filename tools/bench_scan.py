@@ -30,6 +30,8 @@ def _size(text: str) -> int:
 
 
 PEAK_RSS: dict[str, float] = {}
+# (name, input, command, environment, MB, every round or only the first)
+Spec = tuple[str, str, list[str], dict[str, str] | None, float, bool]
 
 
 def _time(cmd: list[str], env: dict[str, str] | None = None) -> float:
@@ -109,8 +111,6 @@ def main() -> int:
         slice_.write_bytes(src.read(min(size, 1024 * 1024)))
         src.seek(0)
         slice8.write_bytes(src.read(min(size, 8 * 1024 * 1024)))
-    # (name, input, command, environment, MB, every round or only the first)
-    Spec = tuple[str, str, list[str], "dict[str, str] | None", float, bool]
     specs: list[Spec] = []
     diagnose = [*DENPEX, "diagnose"]
     for what, target in (("1 file", big), (files, ranks)):

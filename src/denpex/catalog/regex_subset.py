@@ -279,18 +279,31 @@ def widen_for_bytes(pattern: str) -> str | None:
     ``x{2,20}``. The result may match more lines, never fewer, so its hits are confirmed by
     ``re``. None when the pattern holds non-ASCII text, which bytes cannot stand for.
     """
+    def widen(atom: str, quant: str) -> str:
+        wide = atom == "." or atom in _WIDE_ESCAPES or atom.startswith("[^") or (
+            atom.startswith("[") and any(e in atom for e in _WIDE_ESCAPES))
+        return atom + (_widened(quant) if wide else quant)
+
+    return _rewrite_atoms(pattern, widen)
+
+
+def _rewrite_atoms(pattern: str, rewrite: Callable[[str, str], str | None]) -> str | None:
+    """``pattern`` with each atom and its quantifier replaced by ``rewrite(atom, quantifier)``.
+
+    None when the pattern is not ASCII (bytes cannot stand for other text) or ``rewrite``
+    gives None for some atom.
+    """
     if not pattern.isascii():
         return None
     out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
         atom, i = _next_atom(pattern, i)
-        wide = atom == "." or atom in _WIDE_ESCAPES or atom.startswith("[^") or (
-            atom.startswith("[") and any(e in atom for e in _WIDE_ESCAPES))
         quant, i = _quantifier(pattern, i)
-        if wide:
-            quant = _widened(quant)
-        out.append(atom + quant)
+        piece = rewrite(atom, quant)
+        if piece is None:
+            return None
+        out.append(piece)
     return "".join(out)
 
 
@@ -337,13 +350,11 @@ def _widened(quant: str) -> str:
         return "{1,4}"
     if base == "?":
         return "{0,4}" + suffix
-    if base in ("*", "+"):
-        return quant  # unbounded already: bytes and characters agree
+    if _unbounded(quant):
+        return quant  # bytes and characters agree
     m = re.fullmatch(r"\{(\d+)(?:(,)(\d*))?\}", base)
     assert m is not None
     low, comma, high = m.group(1), m.group(2), m.group(3)
-    if comma and not high:
-        return quant  # {m,}: unbounded
     top = int(high) if comma else int(low)
     return f"{{{low},{4 * top}}}" + suffix
 
@@ -374,33 +385,27 @@ def line_exact_for_bytes(pattern: str) -> str | None:
     so hits there are confirmed by ``re``. None when the pattern holds what this cannot
     carry over (non-ASCII text, a newline, a class holding a negated category).
     """
-    if not pattern.isascii():
+    return _rewrite_atoms(pattern, _line_atom)
+
+
+def _line_atom(atom: str, quant: str) -> str | None:
+    if atom in ("\\n", "\\Z", "\\A", "\\z"):
         return None
-    out: list[str] = []
-    i, n = 0, len(pattern)
-    while i < n:
-        atom, i = _next_atom(pattern, i)
-        quant, i = _quantifier(pattern, i)
-        if atom in ("\\n", "\\Z", "\\A", "\\z"):
+    if atom in _LINE_ATOMS:
+        ascii_part, wide = _LINE_ATOMS[atom]
+    elif atom.startswith("[") and len(atom) > 1:
+        got = _line_class(atom)
+        if got is None:
             return None
-        if atom in _LINE_ATOMS:
-            ascii_part, wide = _LINE_ATOMS[atom]
-        elif atom.startswith("[") and len(atom) > 1:
-            got = _line_class(atom)
-            if got is None:
-                return None
-            ascii_part, wide = got
-        else:
-            out.append(atom + quant)
-            continue
-        if wide and _unbounded(quant):
-            # Under an unbounded repeat, characters and bytes agree: let high bytes through as bytes.
-            out.append(ascii_part.replace(_HIGH, "") + quant)
-        elif wide:
-            out.append(f"(?:{ascii_part}|{_NON_ASCII_CHAR})" + quant)
-        else:
-            out.append(ascii_part + quant)
-    return "".join(out)
+        ascii_part, wide = got
+    else:
+        return atom + quant
+    if wide and _unbounded(quant):
+        # Under an unbounded repeat, characters and bytes agree: let high bytes through as bytes.
+        return ascii_part.replace(_HIGH, "") + quant
+    if wide:
+        return f"(?:{ascii_part}|{_NON_ASCII_CHAR})" + quant
+    return ascii_part + quant
 
 
 def _unbounded(quant: str) -> bool:

@@ -219,7 +219,7 @@ class ReEngine:
         if only is None:
             # Lines keep the hash their lookup computed: this is a set operation in C.
             self.markers = set(unkept)
-            for line in set(self._marked).intersection(lines) if self._marked else ():
+            for line in self._marked.keys() & lines if self._marked else ():
                 self.markers.update(self._marked[line])
         ends = list(accumulate(map(len, lines)))
         out: list[Candidate] = []

@@ -119,12 +119,16 @@ class Scanner:
         # Confirmations remembered per line shape (digits the patterns cannot tell apart made
         # one): the same step line with another number is answered from memory.
         self._answers: dict[tuple[int, bytes], bool] = {}
+        self._digit_shapes: dict[int, bytes] = {}  # built on first use: most signatures never need one
 
     def _confirm(self, idx: int, raw: bytes) -> bool:
         """Whether signature ``idx`` matches the line ``raw`` (re on the decoded line, or memory)."""
         if len(raw) > _MEMO_LINE:
             return self.catalog.signatures[idx].matches(raw.decode("utf-8", "replace"))
-        key = (idx, raw.translate(digit_shape(self.catalog.signatures[idx].patterns)))
+        shape = self._digit_shapes.get(idx)
+        if shape is None:
+            shape = self._digit_shapes[idx] = digit_shape(self.catalog.signatures[idx].patterns)
+        key = (idx, raw.translate(shape))
         got = self._answers.get(key)
         if got is None:
             # Digits are ASCII and never inside a multi-byte character: the shape decodes to
