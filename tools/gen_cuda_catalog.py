@@ -38,10 +38,11 @@ RUNTIME_DOC = "https://docs.nvidia.com/cuda/cuda-runtime-api/group__CUDART__TYPE
 DRIVER_DOC = "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.html"
 
 # The ways a cudaGetErrorString text is printed with a prefix: PyTorch and most C++ code
-# ("CUDA error: <msg>"; its driver-API checks print "CUDA driver error: <msg>"), Paddle/glog
+# ("CUDA error: <msg>"; its driver-API checks print "CUDA driver error: <msg>"; TurboMind
+# "CUDA runtime error: <msg>"), Paddle/glog
 # ("Cuda Error: <msg>"), Triton ("Triton Error [CUDA]: <msg>") and old PyTorch THC
 # ("cuda runtime error (2) : out of memory at ...").
-PREFIX = (r"(?:(?:CUDA|Cuda|cuda) (?:driver )?(?:[Ee]rror|ERROR): |Triton Error \[CUDA\]: "
+PREFIX = (r"(?:(?:CUDA|Cuda|cuda) (?:driver |runtime )?(?:[Ee]rror|ERROR): |Triton Error \[CUDA\]: "
           r"|cuda runtime error \(\d+\) : |THCudaCheck FAIL file=\S+ line=\d+ error=\d+ : )")
 # After a message that is the start of another message ("unspecified launch failure" vs
 # "... in prior launch"): the line ends, or punctuation, or a space and a non-letter.
@@ -187,6 +188,10 @@ def build(groups: list[Group], notes: Notes) -> tuple[list[dict[str, Any]], list
             # main.cu:196", "CUDA Error code: 700") names the code as surely as its text does.
             patterns.append(r"(?i:\bcuda[ _]?error(?: code)?)\s*[=:]?\s*(?:" + "|".join(map(str, codes))
                             + r")(?:\D|$)")
+            if drv:
+                # A driver-API call's return code as runtimes print it (OpenACC/NVHPC:
+                # "call to cuCtxCreate returned error 214: ...").
+                patterns.append(r"\bcu[A-Z]\w* returned error (?:" + "|".join(map(str, codes)) + r")\b")
         patterns.extend(note.get("extra_patterns", []))
         title = note.get("title") or f"CUDA error {nums}: {g.messages[0] if g.messages else primary}"
         intro = (f"CUDA returned {' / '.join(rt + drv)} (code {nums}"
@@ -234,6 +239,8 @@ def example_block(sid: str, g: Group, generic: bool, note: dict[str, Any],
             out += [f"# expect: {sid}", f"RuntimeError: CUDA driver error: {msgs[0]}"]
     if num > 0:
         out += [f"# expect: {sid}", f"CUDA error = {num}at main.cu:196'cudaDeviceSynchronize()/n"]
+    if num > 0 and drv:
+        out += [f"# expect: {sid}", f"Accelerator Fatal Error: call to cuCtxCreate returned error {num}"]
     for ex in note.get("examples", []):
         out += [f"# expect: {sid}{_fields(ex)}", ex["line"]]
     near: list[str] = [
@@ -247,6 +254,7 @@ def example_block(sid: str, g: Group, generic: bool, note: dict[str, Any],
                 near.append(f"RuntimeError: CUDA error: {other}")
     if num > 0:
         near.append(f"CUDA error = {num}0 at main.cu:12")  # another code, not this one
+        near.append(f"call to cuMemAlloc returned error {num}0")
     near.extend(note.get("near_miss", []))
     for line in near:
         out += [f"# expect-none: {sid}", line]

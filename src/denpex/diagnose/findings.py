@@ -115,9 +115,13 @@ def mark_recovered(findings: list[Finding]) -> list[Finding]:
     """
     progress: dict[int, list[tuple[int, int | None]]] = {}
     last_fatal: dict[int, int] = {}
+    # A progress line that itself reports a failure ("{'loss': nan, ..., 'epoch': 0.5}") is
+    # not progress past it: a run of NaN steps must not recover its own first NaN.
+    failing_lines = {(f.event.source_index, f.event.line_no) for f in findings if f.sig.is_failure}
     for f in findings:
         src = f.event.source_index
-        if f.role == "context" and not PROGRESS_FIELDS.isdisjoint(f.event.fields):
+        if (f.role == "context" and not PROGRESS_FIELDS.isdisjoint(f.event.fields)
+                and (src, f.event.line_no) not in failing_lines):
             progress.setdefault(src, []).append((f.event.line_no, f.rank))
         elif f.sig.is_failure and f.sig.severity == "fatal":
             last_fatal[src] = max(last_fatal.get(src, 0), f.event.line_no)

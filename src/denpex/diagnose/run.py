@@ -22,7 +22,7 @@ from denpex.diagnose.ranks import (
     rank_from_root_cause_block,
     rank_from_single_node,
 )
-from denpex.diagnose.root import WINDOW_S, RootChoice, choose_root
+from denpex.diagnose.root import NODE_FAMILIES, WINDOW_S, RootChoice, choose_root
 from denpex.diagnose.timeline import ordered, seconds_between
 from denpex.scan.engine import Engine
 from denpex.scan.progress import Progress
@@ -78,6 +78,12 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
     known_ranks: set[int] = set().union(*(r.ranks for r in results)) if results else set()
     known_ranks |= {f.rank for f in findings if f.rank is not None}
     choice = choose_root(failures)
+    cause = _cause_named_by_warning(choice, findings)
+    if cause is not None and choice.root is not None:
+        fired.append(("warning_names_cause",
+                      f"the process warned of {cause.sig.id} before its unexplained failure "
+                      f"({choice.root.sig.id}): the warning is the cause", [cause, choice.root]))
+        choice.root = cause
     for name, fs in choice.fired:
         fired.append((name, "node evidence in the same window as a failing rank outranks the rank's own error", fs))
     diag = Diagnosis(catalog=catalog, results=results, findings=findings, failures=failures, choice=choice,
@@ -135,6 +141,38 @@ def _initiating_rank(root: Finding, findings: list[Finding], failures: list[Find
                 if secs is None or abs(secs) <= WINDOW_S:
                     return RankVerdict(f.rank, f"rank {f.rank} is the first rank with a failure", [f])
     return None
+
+
+def _cause_named_by_warning(choice: RootChoice, findings: list[Finding]) -> Finding | None:
+    """The cause a process warned of before it died of an error that names no owner.
+
+    A warning such as "xFormers can't load C++/CUDA extensions" is harmless while nothing
+    fails; when the same process then dies of a generic error ("No operator found for
+    memory_efficient_attention_forward"), the warning is what explains it: printed earlier by
+    the same process, or in another untimed output of a single-process job (an environment
+    report posted with the error). Node evidence is left to the node rules: a kernel warning
+    is not the process's own word.
+    """
+    root = choice.root
+    if root is None or root.sig.owner != "unknown" or root.sig.family in NODE_FAMILIES:
+        return None
+    best: Finding | None = None
+    for f in findings:
+        if f.sig.role != "root" or f.sig.severity != "warning" or f.sig.family in NODE_FAMILIES or f.rank != root.rank:
+            continue
+        secs = seconds_between(f.event, root.event)
+        if f.event.source_index == root.event.source_index:
+            if f.event.line_no >= root.event.line_no:
+                continue
+        elif secs is None and f.rank is None:
+            pass  # another untimed output of the same single process or environment (xformers.info)
+        else:
+            continue
+        if secs is not None and not 0 <= secs <= WINDOW_S:
+            continue
+        if best is None or f.priority > best.priority:
+            best = f
+    return best
 
 
 def _world_size(findings: list[Finding]) -> int | None:

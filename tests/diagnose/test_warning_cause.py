@@ -1,0 +1,49 @@
+"""A warning names the cause of a later failure that names none; NaN progress lines recover nothing."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from denpex.catalog import Catalog
+from tests.helpers import diagnose_files
+
+XFORMERS_WARNING = "WARNING[XFORMERS]: xFormers can't load C++/CUDA extensions. xFormers was built for:\n"
+NO_OPERATOR = "NotImplementedError: No operator found for `memory_efficient_attention_forward` with inputs:\n"
+
+
+def test_warning_before_a_generic_error_is_the_root(catalog: Catalog, tmp_path: Path) -> None:
+    # firefly#258 (tests/corpus/holdout27): xformers built for torch 2.3 on torch 2.1.
+    doc = diagnose_files(catalog, tmp_path, {"train.log": XFORMERS_WARNING + "loading model\n" + NO_OPERATOR})
+    assert doc["status"] == "failed"
+    assert doc["owner"] == "framework"
+    assert "xFormers can't load" in doc["root_cause"]["evidence"][0]["text"]
+    assert "warning_names_cause" in {r["rule"] for r in doc["rules_fired"]}
+
+
+def test_environment_report_in_another_untimed_file_explains_the_error(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": NO_OPERATOR, "xformers_info.txt": XFORMERS_WARNING})
+    assert doc["owner"] == "framework"
+
+
+def test_warning_alone_is_healthy(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": XFORMERS_WARNING + "step 1/10 done\n"})
+    assert doc["status"] == "healthy"
+
+
+def test_warning_after_the_error_explains_nothing(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": NO_OPERATOR + XFORMERS_WARNING})
+    assert doc["owner"] == "unknown"
+
+
+def test_nan_loss_lines_that_are_progress_do_not_recover_each_other(catalog: Catalog, tmp_path: Path) -> None:
+    lines = [f"{{'loss': nan, 'learning_rate': 2e-05, 'epoch': {e / 10}}}" for e in range(1, 6)]
+    doc = diagnose_files(catalog, tmp_path, {"train.log": "\n".join(lines) + "\n"})
+    assert doc["status"] == "failed"
+    assert doc["owner"] == "user_code"
+
+
+def test_one_nan_then_finite_progress_recovers(catalog: Catalog, tmp_path: Path) -> None:
+    lines = ["{'loss': nan, 'learning_rate': 2e-05, 'epoch': 0.1}"]
+    lines += [f"{{'loss': 0.{e}5, 'learning_rate': 2e-05, 'epoch': 0.{e}}}" for e in range(2, 6)]
+    doc = diagnose_files(catalog, tmp_path, {"train.log": "\n".join(lines) + "\n"})
+    assert doc["status"] == "healthy"
