@@ -158,3 +158,43 @@ def test_resource_tracker_noise_at_exit_is_not_a_failure(catalog: Catalog, tmp_p
     doc = diagnose_files(catalog, tmp_path, {"resource_tracker.log": RESOURCE_TRACKER_AT_EXIT})
     assert doc["status"] == "healthy"
     assert doc["owner"] == "none"
+
+
+def _watchdog(rank: int, op: str, seq: int = 3742816) -> str:
+    return (f"[E ProcessGroupNCCL.cpp:737] [Rank {rank}] Watchdog caught collective operation timeout: "
+            f"WorkNCCL(SeqNum={seq}, OpType={op}, Timeout(ms)=1800000) ran for 1801750 milliseconds before timing out.")
+
+
+def test_one_rank_in_another_collective_at_the_same_seq_is_the_root(catalog: Catalog, tmp_path: Path) -> None:
+    # pytorch#77030 (tests/corpus/holdout30): rank 0 in REDUCE, the others in _ALLGATHER_BASE.
+    text = "\n".join([_watchdog(1, "_ALLGATHER_BASE"), _watchdog(0, "REDUCE"), _watchdog(5, "_ALLGATHER_BASE")])
+    doc = diagnose_files(catalog, tmp_path, {"train.log": text + "\n"})
+    assert doc["owner"] == "user_code"
+    assert "OpType=REDUCE" in doc["root_cause"]["evidence"][0]["text"]
+    assert doc["initiating_rank"] == 0
+    assert "collectives_differ_at_same_seq" in {r["rule"] for r in doc["rules_fired"]}
+
+
+def test_same_collective_everywhere_stays_unknown(catalog: Catalog, tmp_path: Path) -> None:
+    text = "\n".join(_watchdog(r, "ALLREDUCE") for r in range(3))
+    doc = diagnose_files(catalog, tmp_path, {"train.log": text + "\n"})
+    assert doc["owner"] == "unknown"
+
+
+def test_two_ranks_each_side_name_no_odd_one(catalog: Catalog, tmp_path: Path) -> None:
+    text = "\n".join([_watchdog(0, "REDUCE"), _watchdog(1, "REDUCE"), _watchdog(2, "ALLGATHER"), _watchdog(3, "ALLGATHER")])
+    doc = diagnose_files(catalog, tmp_path, {"train.log": text + "\n"})
+    assert doc["owner"] == "unknown"
+
+
+def test_desync_report_names_the_rank_that_never_joined(catalog: Catalog, tmp_path: Path) -> None:
+    text = "\n".join([
+        _watchdog(0, "ALLREDUCE", 2),
+        " - [0] Timeout at collective: ALLREDUCE, #3",
+        " - To our best knowledge, the lagging/dead/mismatched ranks that caused the desync are:",
+        "     [1] finished collective #2, but didn't join collective #3 (count from 1)",
+    ])
+    doc = diagnose_files(catalog, tmp_path, {"train.log": text + "\n"})
+    assert doc["owner"] == "user_code"
+    assert "didn't join collective #3" in doc["root_cause"]["evidence"][0]["text"]
+    assert all(not (e.get("signature_id") or "").startswith("kernel.") for e in doc["timeline"])

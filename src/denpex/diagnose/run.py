@@ -94,7 +94,18 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
         return diag
     fired.insert(0, ("root_selection", choice.reason, [root]))
     diag.owner = root.sig.owner
-    diag.rank = _initiating_rank(root, findings, failures, known_ranks)
+    odd = _odd_collective(root, failures)
+    if odd is not None:
+        fired.append(("collectives_differ_at_same_seq",
+                      f"ranks timed out in different collectives at the same sequence number "
+                      f"({odd.event.fields['op']} on rank {odd.rank} vs the others): the ranks took different code "
+                      f"paths; owner {diag.owner} -> user_code", [odd]))
+        choice.root = root = odd
+        diag.owner = "user_code"
+        diag.rank = (RankVerdict(odd.rank, f"rank {odd.rank} is the one rank in another collective", [odd])
+                     if odd.rank is not None else None)
+    else:
+        diag.rank = _initiating_rank(root, findings, failures, known_ranks)
     root = _root_on_initiating_rank(diag)
     if diag.rank is not None and diag.rank.rank is not None:
         fired.append(("initiating_rank", diag.rank.reason, diag.rank.evidence or [root]))
@@ -140,6 +151,33 @@ def _initiating_rank(root: Finding, findings: list[Finding], failures: list[Find
                 secs = seconds_between(root.event, f.event)
                 if secs is None or abs(secs) <= WINDOW_S:
                     return RankVerdict(f.rank, f"rank {f.rank} is the first rank with a failure", [f])
+    return None
+
+
+def _odd_collective(root: Finding, failures: list[Finding]) -> Finding | None:
+    """The one rank whose timed-out collective differs from the others' at the same sequence number.
+
+    Watchdog timeouts all at SeqNum N, one rank in REDUCE and the rest in _ALLGATHER_BASE, mean
+    the ranks issued different collectives: a data-dependent branch (only rank 0 saves, an
+    uneven last batch) in the job's code. Only when nothing but cascade lines explain the hang.
+    """
+    if root.role == "root":
+        return None
+    by_seq: dict[str, dict[str, list[Finding]]] = {}
+    for f in failures:
+        seq, op = f.event.fields.get("seq"), f.event.fields.get("op")
+        if seq is not None and op is not None:
+            by_seq.setdefault(seq, {}).setdefault(op, []).append(f)
+    for ops in by_seq.values():
+        ranks = {op: {f.rank for f in fs} for op, fs in ops.items()}
+        if len(ops) != 2 or any(None in r for r in ranks.values()):
+            continue
+        (op_a, ranks_a), (op_b, ranks_b) = sorted(ranks.items())
+        if ranks_a & ranks_b or len(ranks_a) == len(ranks_b):
+            continue
+        odd_op = op_a if len(ranks_a) < len(ranks_b) else op_b
+        if len(ranks[odd_op]) == 1:
+            return ops[odd_op][0]
     return None
 
 
