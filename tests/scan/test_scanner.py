@@ -95,3 +95,45 @@ def test_engines_agree_on_split_parts(catalog: Catalog, tmp_path: Path, monkeypa
     _big_log(log, seed=9)
     hs = default_engine(catalog.signatures, "auto")
     assert _incident(catalog, log, 1, hs) == _incident(catalog, log, 1, ReEngine(catalog.signatures))
+
+
+def _flood_log(path: Path, seed: int = 5) -> None:
+    """Floods of lines kept only up to a cap (rank maps, network facts) and of listed progress
+    lines (progress bars, trainer dicts), some of them not ASCII, around a failure."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    for i in range(6000):
+        r = rng.randint(0, 63)
+        kind = rng.random()
+        if kind < 0.3:
+            host = "gpu-é" if rng.random() < 0.1 else "gpu-a"  # a line re must confirm
+            out.append(f"{host}{r:03d}:{1000 + r}:{2000 + r} [{r % 8}] NCCL INFO comm 0x{rng.getrandbits(40):x} rank {r} "
+                       f"nranks 64 cudaDev {r % 8} nvmlDev {r % 8} busId {r:02x}000 commId 0x1 - Init COMPLETE")
+        elif kind < 0.5:
+            out.append(f"gpu-a{r:03d}:{1000 + r}:{2000 + r} [{r % 8}] NCCL INFO Using network IB")
+        elif kind < 0.75:
+            bar = "███▌" if rng.random() < 0.3 else "###"
+            out.append(f"Epoch {i // 1000}:  {i % 100:2d}%|{bar}      | {i % 500}/500 [00:30<01:10,  4.93it/s, loss=6.1]")
+        elif kind < 0.9:
+            out.append(f"{{'loss': 0.{rng.randint(100, 999)}, 'learning_rate': 2e-05, 'epoch': {i / 1000:.2f}}}")
+        else:
+            out.append(f"2024-05-01 10:00:{i % 60:02d} INFO step {i} done")
+        if i == 4500:
+            out.append("[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
+    path.write_text("\n".join(out) + "\n")
+
+
+@pytest.mark.parametrize("cap", [3, 25])
+def test_engines_agree_on_floods_past_the_caps(catalog: Catalog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                               cap: int) -> None:
+    # The Hyperscan engine drops a capped signature's surplus lines as they arrive; what the
+    # scanner keeps must still equal the stdlib engine's, block by block and across parts.
+    monkeypatch.setattr(inputs, "BLOCK", 16 * 1024)
+    monkeypatch.setattr(scanner, "MAX_EVENTS_PER_SIGNATURE", cap)
+    monkeypatch.setattr(scanner, "MAX_CONTEXT_EVENTS_TOTAL", cap)
+    log = tmp_path / "train.log"
+    _flood_log(log)
+    hs = default_engine(catalog.signatures, "auto")
+    want = _incident(catalog, log, 1, ReEngine(catalog.signatures))
+    assert _incident(catalog, log, 1, hs) == want
+    assert "more lines matching" in want

@@ -21,19 +21,26 @@ from denpex.catalog.model import Signature
 from denpex.catalog.regex_subset import required_literal_sets
 
 Candidate = tuple[int, int, int, bool]
+Limits = dict[int, tuple[int, int]]  # signature -> (first lines wanted, last lines wanted)
 
 
 class Engine(Protocol):
     """``scan`` finds every candidate, except that a progress signature not in ``listed_progress``
     may be reported only once per block (its presence); ``progress_candidates`` then lists a
-    stretch's lines of it."""
+    stretch's lines of it.
+
+    ``limits`` (signature -> (head, tail)) says how many lines of a signature the caller can
+    still use in this block: its first ``head`` lines and, after those, its last ``tail``.
+    An engine may leave out lines of it between those that need no confirmation; it may also
+    ignore ``limits`` and list everything. A flood of a line already kept a thousand times
+    then costs the engine nothing."""
 
     name: str
     signatures: list[Signature]
     listed_progress: frozenset[int]  # progress signatures whose every line scan() lists
     markers: set[str]  # after scan(): launcher prefixes the block may hold ("rank", "mpi")
 
-    def scan(self, block: bytes) -> list[Candidate]:
+    def scan(self, block: bytes, limits: Limits | None = None) -> list[Candidate]:
         ...
 
     def progress_candidates(self, block: bytes, start: int, end: int, sig: int) -> list[Candidate]:
@@ -166,7 +173,8 @@ class ReEngine:
             groups.setdefault(key, []).append(idx)
         return tuple((pats, tuple(idxs)) for pats, idxs in groups.items() if idxs)
 
-    def scan(self, block: bytes) -> list[Candidate]:
+    def scan(self, block: bytes, limits: Limits | None = None) -> list[Candidate]:
+        # Limits are not needed here: a flood of one line shape is answered from the shape memo.
         return self._lines(block, 0, len(block), None)
 
     def progress_candidates(self, block: bytes, start: int, end: int, sig: int) -> list[Candidate]:

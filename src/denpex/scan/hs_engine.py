@@ -18,6 +18,7 @@ import functools
 import hashlib
 import json
 import sys
+from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +32,7 @@ from denpex.catalog.regex_subset import (
     trim_trailing_repeats,
     widen_for_bytes,
 )
-from denpex.scan.engine import Candidate, ReEngine
+from denpex.scan.engine import Candidate, Limits, ReEngine
 
 hyperscan: Any
 try:  # optional extra
@@ -69,6 +70,14 @@ class HyperscanEngine:
         self._owner = [-1 if o in self.fallback_sigs and o >= 0 else o for o in self._owner]
         self._fallback_ids = sorted(self.fallback_sigs)
         self._fallback = ReEngine([self.signatures[i] for i in self._fallback_ids]) if self._fallback_ids else None
+        # Per signature, the main database's patterns whose hits need no confirmation (on any
+        # line, or on an ASCII line): only those can be left out under a limit, since a hit
+        # still to confirm may turn out not to count.
+        self._exact_pids: dict[int, list[int]] = {}
+        self._ascii_exact = frozenset(pid for pid, need in enumerate(self._confirm) if need == CONFIRM_NON_ASCII)
+        for pid, (sig, need) in enumerate(zip(self._owner, self._confirm, strict=True)):
+            if sig >= 0 and need != CONFIRM_ALWAYS:
+                self._exact_pids.setdefault(sig, []).append(pid)
 
     def _database(self, only: set[int] | None, single: set[int], cache: bool,
                   markers: bool = False) -> tuple[Any, list[int], list[int], set[int]]:
@@ -91,9 +100,16 @@ class HyperscanEngine:
         # Patterns of a signature that falls back never report: one engine decides per signature.
         return db, [-1 if o in fallback and o >= 0 else o for o in owners], confirm, fallback
 
-    def scan(self, block: bytes) -> list[Candidate]:
+    def scan(self, block: bytes, limits: Limits | None = None) -> list[Candidate]:
         self.markers = set()
-        out = self._scan(self.db, self._owner, self._confirm, block, 0, self.markers)
+        limited = None
+        if limits:
+            limited = [-1] * len(self._owner)
+            for sig in limits:
+                for pid in self._exact_pids.get(sig, ()):
+                    limited[pid] = sig
+        out = self._scan(self.db, self._owner, self._confirm, block, 0, self.markers, limited, limits,
+                         self._ascii_exact)
         if self._fallback is not None:
             ids = self._fallback_ids
             out.extend((ls, le, ids[i], need) for ls, le, i, need in self._fallback.scan(block))
@@ -114,14 +130,45 @@ class HyperscanEngine:
 
     @staticmethod
     def _scan(db: Any, owner: list[int], confirm: list[int], block: bytes, shift: int,
-              markers: set[str] | None = None) -> list[Candidate]:
+              markers: set[str] | None = None, limited: list[int] | None = None,
+              limits: Limits | None = None, ascii_exact: frozenset[int] = frozenset()) -> list[Candidate]:
         hits: list[tuple[int, int]] = []
         append = hits.append
+        if limited is None or limits is None:
+            def on_match(pid: int, start: int, end: int, flags: int, ctx: object) -> None:
+                append((end, pid))
+        else:
+            # A limited signature's exact hits: the first ``head`` lines are listed, then only
+            # the latest ``tail`` are kept; the lines between are dropped as they arrive, so a
+            # flood never reaches the loop below. Several patterns of one signature on the
+            # same line count once (a suffixed pattern ends past the newline, a "$" one at it).
+            head = {sig: h for sig, (h, _) in limits.items()}
+            tails: dict[int, deque[tuple[int, int]]] = {sig: deque(maxlen=t) for sig, (_, t) in limits.items() if t > 0}
+            last_line: dict[int, int] = {}
+            check_ascii = ascii_exact if not block.isascii() else frozenset()
+            rfind = block.rfind
 
-        def on_match(pid: int, start: int, end: int, flags: int, ctx: object) -> None:
-            append((end, pid))
+            def on_match(pid: int, start: int, end: int, flags: int, ctx: object) -> None:
+                sig = limited[pid]
+                if sig < 0 or (pid in check_ascii and not block[rfind(b"\n", 0, end - 1) + 1:end].isascii()):
+                    append((end, pid))  # not limited, or a hit that re must still confirm
+                    return
+                line = end if end and block[end - 1] == 10 else end + 1
+                if last_line.get(sig) == line:
+                    return
+                last_line[sig] = line
+                if head[sig] > 0:
+                    head[sig] -= 1
+                    append((end, pid))
+                elif sig in tails:
+                    tails[sig].append((end, pid))
 
         db.scan(block, match_event_handler=on_match)
+        if limited is not None and limits is not None:
+            kept_tails = [hit for tail in tails.values() for hit in tail]
+            if kept_tails:
+                hits.extend(kept_tails)
+                hits.sort()
         find = block.find
         # Line end -> {signature: the least confirmation any hit on that line asks for}. Hits
         # come in order of where they end, so a line's hits arrive together.

@@ -31,7 +31,7 @@ from denpex.collect.kinds import detect_kind, rank_from_name
 from denpex.collect.lineinfo import looks_srun_labelled, normalize_pci, parse_line_info
 from denpex.collect.timestamps import YEAR_UNKNOWN, Stamp, parse_stamp
 from denpex.evidence import Event
-from denpex.scan.engine import Candidate, Engine, default_engine
+from denpex.scan.engine import Candidate, Engine, Limits, default_engine
 from denpex.scan.progress import Progress
 
 # Launcher prefixes at the start of a line. Each is searched as "newline + prefix" (re finds
@@ -120,6 +120,26 @@ class Scanner:
         # one): the same step line with another number is answered from memory.
         self._answers: dict[tuple[int, bytes], bool] = {}
         self._digit_shapes: dict[int, bytes] = {}  # built on first use: most signatures never need one
+        # Signatures whose lines repeat by the thousand (rank maps, network facts, progress):
+        # the engine is told how many more lines of them a block can use.
+        sigs = catalog.signatures
+        self._limitable = [(i, s.id) for i, s in enumerate(sigs) if s.role == "context" and s.category != "progress"]
+        self._listed = [(i, sigs[i].id) for i in sorted(self.engine.listed_progress)]
+
+    def _limits(self, res: PartResult) -> Limits:
+        """Lines of each flood-prone signature this block can still use (see ``Engine.scan``).
+
+        A context signature past its cap needs one more line at most (that lines were left
+        out); a listed progress signature needs the part's first few and the block's latest.
+        """
+        hits = res.hits
+        limits: Limits = {}
+        for idx, sid in self._limitable:
+            limits[idx] = (max(0, self.caps[idx] + 1 - hits.get(sid, 0)), 0)
+        for idx, sid in self._listed:
+            kept = res.progress.get(sid)
+            limits[idx] = (PROGRESS_HEAD - (len(kept.head) if kept is not None else 0), PROGRESS_TAIL)
+        return limits
 
     def _confirm(self, idx: int, raw: bytes) -> bool:
         """Whether signature ``idx`` matches the line ``raw`` (re on the decoded line, or memory)."""
@@ -174,7 +194,7 @@ class Scanner:
         keep: list[tuple[int, Signature, str, dict[str, str], tuple[int, ContextKey | None] | None]] = []
         present: dict[int, list[Candidate]] = {}
         caps = self.caps
-        for ls, le, idx, need in self.engine.scan(data):
+        for ls, le, idx, need in self.engine.scan(data, self._limits(res)):
             sig = sigs[idx]
             if sig.category == "progress":
                 # Which of these lines to keep is decided below; an engine that reports every
