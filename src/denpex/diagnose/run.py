@@ -110,6 +110,7 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
     if diag.rank is not None and diag.rank.rank is not None:
         fired.append(("initiating_rank", diag.rank.reason, diag.rank.evidence or [root]))
     _many_gpus_same_xid(diag)
+    _inside_packaged_engine(diag)
     _owner_from_named_cause(diag)
     _rma(diag)
     diag.impact = compute_impact(findings, root, known_ranks)
@@ -249,6 +250,32 @@ def _owner_from_named_cause(diag: Diagnosis) -> None:
     diag.fired.append(("owner_from_named_cause",
                        f"the root line names Xid {code} as its cause: owner {diag.owner} -> {cause.owner}", [root]))
     diag.owner = cause.owner
+
+
+# Faults that mean "the code that ran was wrong" without naming a setting: in a script they
+# are the user's, inside a packaged inference engine they are the engine's.
+ENGINE_CODE_FAULTS = frozenset({"python_exception", "device_assert", "gpu_app_fault", "device_placement",
+                                "shape_mismatch"})
+
+
+def _inside_packaged_engine(diag: Diagnosis) -> None:
+    """A code fault inside vLLM, SGLang, TGI, llama.cpp, ComfyUI... is the engine's, not the user's.
+
+    The user of an inference engine configures it; the kernels and Python that ran are the
+    engine's (or its extensions'). Faults whose message names a setting (heads not divisible
+    by the tensor-parallel size, too long a context) have categories of their own and stay
+    with the user.
+    """
+    root = diag.root
+    if root is None or diag.owner != "user_code" or root.sig.category not in ENGINE_CODE_FAULTS:
+        return
+    engine = next((f for f in diag.findings if f.sig.category == "serving_engine"), None)
+    if engine is None:
+        return
+    diag.fired.append(("inside_packaged_engine",
+                       f"{root.sig.id} was raised inside a packaged engine ({engine.sig.title}): "
+                       "owner user_code -> framework", [root, engine]))
+    diag.owner = "framework"
 
 
 def _many_gpus_same_xid(diag: Diagnosis) -> None:
