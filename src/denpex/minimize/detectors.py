@@ -99,6 +99,11 @@ def _mixed_token(m: re.Match[str]) -> bool:
     return any(c.isdigit() for c in v) and any(c.isalpha() for c in v)
 
 
+# Source trees of inference engines, as checked out in their containers (/sgl-workspace/sglang/...).
+PUBLIC_PACKAGE_DIRS = ("sglang", "vllm", "tensorrt_llm", "lmdeploy", "text-generation-inference",
+                       "text_generation_server", "llama.cpp", "ComfyUI")
+
+
 def _user_path(m: re.Match[str]) -> bool:
     """Directories of the site (not /usr, /proc, ...), with at least two levels."""
     path = m.group(0)
@@ -303,10 +308,14 @@ DETECTORS: tuple[Detector, ...] = (
     # ---- infrastructure identity (with --identity) whose span would otherwise be a user's -----
     Detector("path", IDENTITY,
              _rx(r"(?<![\w.~>:/-])(?P<v>/(?:[\w.@+-]{1,255}/){0,63}?[\w.@+-]{1,255})"
-                 r"(?=/(?:site|dist)-packages/|/[\w.@+-]{1,255}(?![\w.@+/-]))"),
+                 # A package's own tree in a source checkout is public and says which engine
+                 # ran (a packaged-engine rule reads it): the site's part ends before it.
+                 r"(?=/(?:site|dist)-packages/|/(?:" + "|".join(PUBLIC_PACKAGE_DIRS) + r")/"
+                 r"|/[\w.@+-]{1,255}(?![\w.@+/-]))"),
              ("/",), label="path", generic=True,
              accept=_user_path,
-             must=(("torch.save failed: /scratch/team-a/run42/ckpt/step_1000.pt", "/scratch/team-a/run42/ckpt"),),
+             must=(("torch.save failed: /scratch/team-a/run42/ckpt/step_1000.pt", "/scratch/team-a/run42/ckpt"),
+                   ('File "/home/alice/sglang/python/sglang/srt/managers/scheduler.py"', "/home/alice")),
              must_not=("/usr/lib/x86_64-linux-gnu/libcuda.so.1", "see https://pytorch.org/docs/stable/a.html")),
     # ---- personal data ---------------------------------------------------------------------------
     Detector("email", PERSONAL,
