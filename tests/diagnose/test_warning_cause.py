@@ -47,3 +47,15 @@ def test_one_nan_then_finite_progress_recovers(catalog: Catalog, tmp_path: Path)
     lines += [f"{{'loss': 0.{e}5, 'learning_rate': 2e-05, 'epoch': 0.{e}}}" for e in range(2, 6)]
     doc = diagnose_files(catalog, tmp_path, {"train.log": "\n".join(lines) + "\n"})
     assert doc["status"] == "healthy"
+
+
+def test_unprefixed_warning_explains_every_ranks_timeout(catalog: Catalog, tmp_path: Path) -> None:
+    # DeepSpeed PR 5008 (tests/corpus/holdout14): ZeRO-3 trace invalidated, then ALLGATHER timeouts.
+    text = ("  3%|▎         | 270/9847 [05:50<3:17:42,  1.24s/it]Invalidate trace cache @ step 1: expected module 25, "
+            "but got module 323\n"
+            + "".join(f"[E ProcessGroupNCCL.cpp:467] [Rank {r}] Watchdog caught collective operation timeout: "
+                      f"WorkNCCL(SeqNum=211067, OpType=_ALLGATHER_BASE, Timeout(ms)=1800000) ran for 1800127 "
+                      f"milliseconds before timing out.\n" for r in (1, 7, 2)))
+    doc = diagnose_files(catalog, tmp_path, {"train.log": text})
+    assert doc["owner"] == "framework"
+    assert "Invalidate trace cache" in doc["root_cause"]["evidence"][0]["text"]

@@ -197,8 +197,9 @@ def _cause_named_by_warning(choice: RootChoice, findings: list[Finding]) -> Find
         return None
     best: Finding | None = None
     for f in findings:
-        if f.sig.role != "root" or f.sig.severity != "warning" or f.sig.family in NODE_FAMILIES or f.rank != root.rank:
-            continue
+        if (f.sig.role != "root" or f.sig.severity != "warning" or f.sig.family in NODE_FAMILIES
+                or f.rank not in (None, root.rank)):
+            continue  # a line with no rank prefix in the same output may speak for every rank
         secs = seconds_between(f.event, root.event)
         if f.event.source_index == root.event.source_index:
             if f.event.line_no >= root.event.line_no:
