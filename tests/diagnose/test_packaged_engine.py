@@ -31,3 +31,25 @@ def test_value_error_naming_a_setting_stays_with_the_user(catalog: Catalog, tmp_
             "ValueError: `num_heads` must be divisible by `num_shards` (got `num_heads`: 71 and `num_shards`: 2)\n")
     doc = diagnose_files(catalog, tmp_path, {"tgi.log": text})
     assert doc["owner"] == "user_code"
+
+
+VLLM_REJECTED = ("ERROR 07-12 09:46:12 [serving_chat.py:222] ValueError: This model's maximum context length is 8192 "
+                 "tokens. However, you requested 8205 tokens. Please reduce the length of the messages or completion.\n"
+                 'INFO:     127.0.0.1:46346 - "POST /v1/chat/completions HTTP/1.1" 400 Bad Request\n')
+SERVED = 'INFO:     127.0.0.1:46350 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n'
+
+
+def test_server_that_keeps_answering_after_a_rejected_request_is_healthy(catalog: Catalog, tmp_path: Path) -> None:
+    # tests/corpus/holdout28 healthy vLLM server: 400s for over-long prompts, then 200s.
+    doc = diagnose_files(catalog, tmp_path, {"server.log": VLLM_REJECTED + SERVED * 3})
+    assert doc["status"] == "healthy"
+
+
+def test_worker_prefixed_exception_inside_vllm_is_the_framework(catalog: Catalog, tmp_path: Path) -> None:
+    # vllm#31173 (tests/corpus/holdout33): an AttributeError in a TP worker, then the engine dies.
+    text = ("(Worker_TP1_EP1 pid=1533438) ERROR 12-22 10:52:18 [multiproc_executor.py:824] AttributeError: "
+            "'CutlassMLAImpl' object has no attribute '_workspace_buffer'\n"
+            "(EngineCore_DP0 pid=1533143) ERROR 12-22 10:52:18 [core.py:870] EngineCore encountered a fatal error.\n")
+    doc = diagnose_files(catalog, tmp_path, {"server.log": text})
+    assert doc["owner"] == "framework"
+    assert "AttributeError" in doc["root_cause"]["evidence"][0]["text"]

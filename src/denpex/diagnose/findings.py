@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from denpex.catalog.model import Signature
 from denpex.evidence import Event
 
-PROGRESS_FIELDS = frozenset({"step", "epoch", "checkpoint", "completed"})
+PROGRESS_FIELDS = frozenset({"step", "epoch", "checkpoint", "completed", "served"})
 
 
 @dataclass
