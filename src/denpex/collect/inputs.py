@@ -253,9 +253,24 @@ def _blocks_from_stream(src: Source, stream: BinaryIO, pending: bytes = b"", sto
             src.warnings.append(f"decompressed size passed {MAX_DECOMPRESSED} bytes; stopped reading "
                                 "(set DENPEX_MAX_DECOMPRESSED to raise the limit)")
             break
-        data = pending + block
-        cut = data.rfind(b"\n")
-        if cut < 0:
+        # pending never holds a newline: the block's last newline ends the body. The body is
+        # built with one copy (a 4 MiB concatenation and then a slice of it would be two).
+        cut = block.rfind(b"\n")
+        if cut >= 0:
+            if skipping_long:
+                body = block[block.find(b"\n") + 1:cut + 1]
+                skipping_long = False
+            elif pending:
+                body = b"".join((pending, memoryview(block)[:cut + 1]))
+            else:
+                body = block if cut + 1 == len(block) else block[:cut + 1]
+            pending = block[cut + 1:]
+            if body:
+                body, extra_cut = _cap_long_lines(body)
+                cut_lines += extra_cut
+                yield _block(body)
+        else:
+            data = pending + block
             if skipping_long:
                 pending = b""
             elif len(data) > MAX_LINE:
@@ -266,15 +281,6 @@ def _blocks_from_stream(src: Source, stream: BinaryIO, pending: bytes = b"", sto
                 pending = b""
             else:
                 pending = data
-        else:
-            body, pending = data[:cut + 1], data[cut + 1:]
-            if skipping_long:
-                body = body[body.find(b"\n") + 1:]
-                skipping_long = False
-            if body:
-                body, extra_cut = _cap_long_lines(body)
-                cut_lines += extra_cut
-                yield _block(body)
         if stop is not None and base + total >= stop:
             pending = b""  # the lines after the last newline belong to the next stretch
             break
