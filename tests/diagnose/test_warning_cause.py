@@ -59,3 +59,19 @@ def test_unprefixed_warning_explains_every_ranks_timeout(catalog: Catalog, tmp_p
     doc = diagnose_files(catalog, tmp_path, {"train.log": text})
     assert doc["owner"] == "framework"
     assert "Invalidate trace cache" in doc["root_cause"]["evidence"][0]["text"]
+
+
+ARCH_WARNING = ("UserWarning: \nTesla T4 with CUDA capability sm_75 is not compatible with the current PyTorch installation.\n"
+                "The current PyTorch install supports CUDA capabilities sm_35 sm_52 sm_60 sm_61 sm_70{ptx}.\n")
+
+
+def test_arch_warning_with_ptx_of_the_same_generation_is_harmless(catalog: Catalog, tmp_path: Path) -> None:
+    # SageMaker DLC on a T4 (tests/corpus/holdout36): compute_70 PTX is compiled for sm_75 and the job finishes.
+    doc = diagnose_files(catalog, tmp_path, {"train.log": ARCH_WARNING.format(ptx=" compute_70") + "epoch 1 done\n"})
+    assert doc["status"] == "healthy"
+
+
+def test_arch_warning_without_ptx_is_the_failure(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": ARCH_WARNING.format(ptx="")})
+    assert doc["status"] == "failed"
+    assert doc["owner"] == "driver"

@@ -102,6 +102,35 @@ def _inherit_record_ranks(findings: list[Finding]) -> None:
             last[src] = f
 
 
+PTX_SPAN = 3  # lines after a "not compatible" warning where PyTorch prints its arch list
+
+
+def mark_ptx_covered(findings: list[Finding]) -> list[Finding]:
+    """Clear "sm_XY is not compatible" warnings whose build carries PTX the driver can run on that GPU.
+
+    PyTorch prints the warning whenever the GPU's exact architecture is missing from the
+    build, and then the list it has. PTX for compute_PQ is compiled by the driver for any GPU
+    of the same major generation P at or above Q (a T4, sm_75, runs compute_70), so the job
+    works; only without such PTX does the first kernel fail. Returns the findings cleared.
+    """
+    lists = {(f.event.source_index, f.event.line_no): f.event.fields["ptx_arch"] for f in findings
+             if "ptx_arch" in f.event.fields and f.event.fields["ptx_arch"].isdigit()}
+    if not lists:
+        return []
+    cleared = []
+    for f in findings:
+        sm = f.event.fields.get("sm", "")
+        if not f.sig.is_failure or not sm.startswith("sm_") or not sm[3:].isdigit():
+            continue
+        for k in range(1, PTX_SPAN + 1):
+            ptx = lists.get((f.event.source_index, f.event.line_no + k))
+            if ptx is not None and ptx[:-1] == sm[3:-1] and int(ptx) <= int(sm[3:]):
+                f.recovered = True
+                cleared.append(f)
+                break
+    return cleared
+
+
 RECOVERY_PROGRESS = 2  # progress lines needed after an error before it counts as recovered
 
 

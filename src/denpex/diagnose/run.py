@@ -11,7 +11,7 @@ from typing import Any
 
 from denpex.catalog.loader import Catalog
 from denpex.collect.inputs import Source
-from denpex.diagnose.findings import Finding, build_findings, mark_recovered
+from denpex.diagnose.findings import Finding, build_findings, mark_ptx_covered, mark_recovered
 from denpex.diagnose.impact import compute_impact
 from denpex.diagnose.ranks import (
     RankVerdict,
@@ -69,6 +69,10 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
     events = [ev for r in results for ev in r.events]
     findings = build_findings(ordered(events), catalog.by_id)
     fired: list[tuple[str, str, list[Finding]]] = []
+    covered = mark_ptx_covered(findings)
+    if covered:
+        fired.append(("ptx_covers_gpu", "the build's PTX for the GPU's generation runs on it: the "
+                      "'not compatible' warning is harmless", covered[:5]))
     recovered = mark_recovered(findings)
     if recovered:
         fired.append(("recovered_after_progress",
