@@ -198,3 +198,20 @@ def test_desync_report_names_the_rank_that_never_joined(catalog: Catalog, tmp_pa
     assert doc["owner"] == "user_code"
     assert "didn't join collective #3" in doc["root_cause"]["evidence"][0]["text"]
     assert all(not (e.get("signature_id") or "").startswith("kernel.") for e in doc["timeline"])
+
+
+def test_same_error_on_every_rank_at_once_names_no_rank(catalog: Catalog, tmp_path: Path) -> None:
+    # horovod#3929 / accelerate#2246 (tests/corpus): every rank reports the duplicate GPU together.
+    text = "\n".join(f"[rank{r}]:[E1129 14:00:00.{r}00000 10{r} ProcessGroupNCCL.cpp:1] [Rank {r}] "
+                     f"torch.distributed.DistBackendError: NCCL error: invalid usage, NCCL version 2.18.1 "
+                     f"ncclInvalidUsage: This usually reflects invalid usage of NCCL library. "
+                     f"Duplicate GPU detected : rank {r} and rank {(r + 1) % 4} both on CUDA device 1000"
+                     for r in range(4)) + "\n"
+    doc = diagnose_files(catalog, tmp_path, {"train.log": text})
+    assert doc["status"] == "failed"
+    assert doc["initiating_rank"] is None
+
+
+def test_one_rank_alone_with_the_error_is_named(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": OOM_THEN_TIMEOUTS})
+    assert doc["initiating_rank"] == 3

@@ -123,9 +123,33 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
     return diag
 
 
+SAME_FAILURE_RANKS = 3  # this many ranks with the root's own error: a shared cause, not one rank's
+SAME_FAILURE_S = 10.0
+
+
+def _same_failure_on_many_ranks(root: Finding, failures: list[Finding]) -> bool:
+    """Whether several ranks failed with the root's error within seconds of each other.
+
+    A duplicate-GPU error, a bad collective argument or an unreachable peer printed by every
+    rank at once has one cause shared by all of them; the rank whose line happens to come
+    first is not the one that started anything.
+    """
+    ranks = {root.rank}
+    for f in failures:
+        if f.sig.id != root.sig.id or f.rank is None:
+            continue
+        secs = seconds_between(root.event, f.event)
+        if secs is None or abs(secs) <= SAME_FAILURE_S:
+            ranks.add(f.rank)
+    ranks.discard(None)
+    return len(ranks) >= SAME_FAILURE_RANKS
+
+
 def _initiating_rank(root: Finding, findings: list[Finding], failures: list[Finding],
                      known: set[int]) -> RankVerdict | None:
     multi = len(known) > 1 or any(f.rank not in (None, 0) for f in failures)
+    if root.role == "root" and _same_failure_on_many_ranks(root, failures):
+        return None  # every rank hit the same error at once: which printed first is chance
     # A timeout's own rank is the one that waited, never the one that failed.
     if root.rank is not None and (root.role == "root" or (not multi and root.role != "cascade")):
         return RankVerdict(root.rank, "the root line names its rank", [root])
