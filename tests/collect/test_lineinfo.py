@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from denpex.collect.lineinfo import normalize_pci, parse_line_info
+from denpex.collect.lineinfo import looks_srun_labelled, normalize_pci, parse_line_info
 
 CASES = [
     ("torchrun", "[rank3]:[E ProcessGroupNCCL.cpp:563] [Rank 3] Watchdog", {"rank": 3}),
@@ -35,3 +35,12 @@ def test_normalize_pci(raw: str, norm: str) -> None:
 @given(st.text(max_size=300), st.booleans())
 def test_parse_line_info_never_raises(line: str, srun: bool) -> None:
     parse_line_info(line, srun)
+
+
+def test_two_line_srun_excerpt_is_labelled() -> None:
+    # E3SM on Perlmutter (tests/corpus/holdout11): rank 2047's two lines, both "2047: ".
+    lines = ["2047: cudaSetDevice(cuda_device_id) error( cudaErrorDevicesUnavailable): CUDA-capable device(s) is/are busy",
+             "2047: MPICH ERROR [Rank 2047] [job id 57638547.0] - Abort(1) (rank 2047 in comm 432)"]
+    assert looks_srun_labelled(lines)
+    assert not looks_srun_labelled([lines[0], "Traceback (most recent call last):"])
+    assert not looks_srun_labelled(lines[:1])

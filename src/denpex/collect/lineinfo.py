@@ -121,7 +121,9 @@ def parse_line_info(line: str, srun_labels: bool = False) -> LineInfo:
 def looks_srun_labelled(sample_lines: list[str]) -> bool:
     """srun --label output: most non-empty lines start with 'N: '."""
     lines = [ln for ln in sample_lines if ln.strip()]
-    if len(lines) < 3:
+    if len(lines) < 2:
         return False
     hits = sum(1 for ln in lines if SRUN_LABEL.match(ln))
+    if len(lines) == 2:
+        return hits == 2  # a two-line excerpt: both lines must carry the label
     return hits >= 0.6 * len(lines)
