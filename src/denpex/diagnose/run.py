@@ -232,10 +232,8 @@ def _cause_named_by_warning(choice: RootChoice, findings: list[Finding]) -> Find
         if f.event.source_index == root.event.source_index:
             if f.event.line_no >= root.event.line_no:
                 continue
-        elif secs is None and f.rank is None:
-            pass  # another untimed output of the same single process or environment (xformers.info)
-        else:
-            continue
+        elif secs is not None or f.rank is not None:
+            continue  # another file counts only as an untimed report of the same environment
         if secs is not None and not 0 <= secs <= WINDOW_S:
             continue
         if best is None or f.priority > best.priority:

@@ -310,7 +310,7 @@ DETECTORS: tuple[Detector, ...] = (
              _rx(r"(?<![\w.~>:/-])(?P<v>/(?:[\w.@+-]{1,255}/){0,63}?[\w.@+-]{1,255})"
                  # A package's own tree in a source checkout is public and says which engine
                  # ran (a packaged-engine rule reads it): the site's part ends before it.
-                 r"(?=/(?:site|dist)-packages/|/(?:" + "|".join(PUBLIC_PACKAGE_DIRS) + r")/"
+                 r"(?=/(?:site|dist)-packages/|/(?:" + "|".join(map(re.escape, PUBLIC_PACKAGE_DIRS)) + r")/"
                  r"|/[\w.@+-]{1,255}(?![\w.@+/-]))"),
              ("/",), label="path", generic=True,
              accept=_user_path,

@@ -78,6 +78,7 @@ class HyperscanEngine:
         for pid, (sig, need) in enumerate(zip(self._owner, self._confirm, strict=True)):
             if sig >= 0 and need != CONFIRM_ALWAYS:
                 self._exact_pids.setdefault(sig, []).append(pid)
+        self._limited_cache: dict[tuple[int, ...], list[int]] = {}
 
     def _database(self, only: set[int] | None, single: set[int], cache: bool,
                   markers: bool = False) -> tuple[Any, list[int], list[int], set[int]]:
@@ -102,12 +103,7 @@ class HyperscanEngine:
 
     def scan(self, block: bytes, limits: Limits | None = None) -> list[Candidate]:
         self.markers = set()
-        limited = None
-        if limits:
-            limited = [-1] * len(self._owner)
-            for sig in limits:
-                for pid in self._exact_pids.get(sig, ()):
-                    limited[pid] = sig
+        limited = self._limited_pids(limits) if limits else None
         out = self._scan(self.db, self._owner, self._confirm, block, 0, self.markers, limited, limits,
                          self._ascii_exact)
         if self._fallback is not None:
@@ -115,6 +111,21 @@ class HyperscanEngine:
             out.extend((ls, le, ids[i], need) for ls, le, i, need in self._fallback.scan(block))
             out.sort()
         return out
+
+    def _limited_pids(self, limits: Limits) -> list[int]:
+        """Per pattern, the limited signature it counts for (-1: not limited), built once per set of signatures.
+
+        A scanner passes the same signatures on every block, only their counts change.
+        """
+        key = tuple(limits)
+        limited = self._limited_cache.get(key)
+        if limited is None:
+            limited = [-1] * len(self._owner)
+            for sig in limits:
+                for pid in self._exact_pids.get(sig, ()):
+                    limited[pid] = sig
+            self._limited_cache[key] = limited
+        return limited
 
     def progress_candidates(self, block: bytes, start: int, end: int, sig: int) -> list[Candidate]:
         if sig in self.fallback_sigs:
