@@ -150,13 +150,7 @@ def test_invalid_utf8_bytes_are_matched_like_the_characters_they_become(tmp_path
 def test_hits_reported_out_of_order_give_the_same_candidates(hs: hs_engine.HyperscanEngine) -> None:
     block = b"NCCL WARN Cuda failure 'out of memory'\nok\nKilled\n"
     reported: list[tuple[int, int]] = []
-    hs.db.scan(block, match_event_handler=lambda pid, start, end, flags, ctx: reported.append((pid, end)))
-
-    class Reversed:
-        def scan(self, data: bytes, match_event_handler: object) -> None:
-            for pid, end in reversed(reported):
-                match_event_handler(pid, 0, end, 0, None)  # type: ignore[operator]
-
-    in_order = hs._scan(hs.db, hs._owner, hs._confirm, block, 0)
+    hs.db.scan(block, match_event_handler=lambda pid, start, end, flags, ctx: reported.append((end, pid)))
+    in_order = hs._candidates(reported, hs._owner, hs._confirm, block, 0)
     assert len(reported) >= 2
-    assert hs._scan(Reversed(), hs._owner, hs._confirm, block, 0) == in_order
+    assert hs._candidates(list(reversed(reported)), hs._owner, hs._confirm, block, 0) == in_order

@@ -14,7 +14,7 @@ from denpex.collect.inputs import expand_paths
 from denpex.diagnose.incident import build_incident
 from denpex.diagnose.run import diagnose_results
 from denpex.report.json_report import render_json
-from denpex.scan import scanner
+from denpex.scan import hs_engine, scanner
 from denpex.scan.engine import ReEngine, default_engine
 from denpex.scan.scanner import plan_units, scan_all
 
@@ -120,6 +120,8 @@ def _flood_log(path: Path, seed: int = 5) -> None:
             out.append(f"2024-05-01 10:00:{i % 60:02d} INFO step {i} done")
         if i == 4500:
             out.append("[rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
+        if i > 5000 and i % 7 == 0:  # a flood that starts late, when the others have had their fill
+            out.append(f"[  {301 + i}.000100] nfs: server 10.0.0.{i % 3} OK")
     path.write_text("\n".join(out) + "\n")
 
 
@@ -137,3 +139,38 @@ def test_engines_agree_on_floods_past_the_caps(catalog: Catalog, tmp_path: Path,
     want = _incident(catalog, log, 1, ReEngine(catalog.signatures))
     assert _incident(catalog, log, 1, hs) == want
     assert "more lines matching" in want
+
+
+@pytest.mark.skipif(not hs_engine.available(), reason="hyperscan extra not installed")
+@pytest.mark.parametrize("cap", [3, 25])
+def test_quiet_scans_of_floods_past_their_caps_keep_every_wanted_line(catalog: Catalog, tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch,
+                                                                     cap: int) -> None:
+    # Once the capped floods have had their fill, blocks are scanned with a database where
+    # they report once; a flood that starts later must make the engine scan that stretch again.
+    monkeypatch.setattr(inputs, "BLOCK", 64 * 1024)
+    monkeypatch.setattr(scanner, "MAX_EVENTS_PER_SIGNATURE", cap)
+    monkeypatch.setattr(scanner, "MAX_CONTEXT_EVENTS_TOTAL", cap)
+    monkeypatch.setattr(hs_engine, "QUIET_FIRST", 4096)
+    monkeypatch.setattr(hs_engine, "QUIET_MIN", 4096)
+    log = tmp_path / "train.log"
+    _flood_log(log)
+    hs = hs_engine.HyperscanEngine(catalog.signatures)
+    quiet = hs._quiet_db()
+    assert quiet is not None
+    scans = {"quiet": 0, "full": 0}
+
+    class Counting:
+        def __init__(self, db: object, name: str) -> None:
+            self.db, self.name = db, name
+
+        def scan(self, data: bytes, match_event_handler: object) -> None:
+            scans[self.name] += 1
+            self.db.scan(data, match_event_handler=match_event_handler)  # type: ignore[attr-defined]
+
+    hs._quiet = Counting(quiet, "quiet")
+    hs.db = Counting(hs.db, "full")
+    want = _incident(catalog, log, 1, ReEngine(catalog.signatures))
+    assert _incident(catalog, log, 1, hs) == want
+    assert "nfs_server_ok" in want
+    assert scans["quiet"] >= 3 and scans["full"] >= 3, scans

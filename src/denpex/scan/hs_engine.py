@@ -9,6 +9,10 @@ four high bytes): a hit needs the signature's Python regex only on a line that i
 A pattern that cannot be rewritten so has every hit confirmed. Patterns Hyperscan cannot compile fall back to
 the stdlib engine for their signatures only. The compiled database is cached on disk, keyed
 by the patterns, so a CLI run does not pay the compile time twice.
+
+A second, "quiet" database differs only in that context signatures that flood (rank maps,
+network facts) report once per scan: once the scanner has all the lines of them it can use,
+the rest of a block is scanned with it (see ``_limited_hits``).
 """
 
 from __future__ import annotations
@@ -79,6 +83,14 @@ class HyperscanEngine:
             if sig >= 0 and need != CONFIRM_ALWAYS:
                 self._exact_pids.setdefault(sig, []).append(pid)
         self._limited_cache: dict[tuple[int, ...], list[int]] = {}
+        # Signatures whose lines come by the thousand and are wanted only up to a cap (rank
+        # maps, network facts): once they have all they need, a block is scanned with the
+        # "quiet" database, where each reports at most once. Built on first use.
+        self._floods = frozenset(i for i, s in enumerate(self.signatures)
+                                 if s.role == "context" and s.category != "progress" and i not in self.fallback_sigs)
+        self._cache = cache
+        self._quiet: Any = None
+        self._wanting: set[int] = set()  # flood signatures lately seen giving lines and wanting more
 
     def _database(self, only: set[int] | None, single: set[int], cache: bool,
                   markers: bool = False) -> tuple[Any, list[int], list[int], set[int]]:
@@ -103,9 +115,8 @@ class HyperscanEngine:
 
     def scan(self, block: bytes, limits: Limits | None = None) -> list[Candidate]:
         self.markers = set()
-        limited = self._limited_pids(limits) if limits else None
-        out = self._scan(self.db, self._owner, self._confirm, block, 0, self.markers, limited, limits,
-                         self._ascii_exact)
+        hits = self._limited_hits(block, limits) if limits else _all_hits(self.db, block)
+        out = self._candidates(hits, self._owner, self._confirm, block, 0, self.markers)
         if self._fallback is not None:
             ids = self._fallback_ids
             out.extend((ls, le, ids[i], need) for ls, le, i, need in self._fallback.scan(block))
@@ -135,51 +146,102 @@ class HyperscanEngine:
                     in self._fallback.progress_candidates(block, start, end, ids.index(sig))]
         part = block if start == 0 and end == len(block) else block[start:end]
         if sig in self.listed_progress:  # scan() lists these: the main database has every line
-            return [c for c in self._scan(self.db, self._owner, self._confirm, part, start) if c[2] == sig]
+            found = self._candidates(_all_hits(self.db, part), self._owner, self._confirm, part, start)
+            return [c for c in found if c[2] == sig]
         db, owner, confirm, _ = self._p_dbs[sig]
-        return self._scan(db, owner, confirm, part, start)
+        return self._candidates(_all_hits(db, part), owner, confirm, part, start)
 
-    @staticmethod
-    def _scan(db: Any, owner: list[int], confirm: list[int], block: bytes, shift: int,
-              markers: set[str] | None = None, limited: list[int] | None = None,
-              limits: Limits | None = None, ascii_exact: frozenset[int] = frozenset()) -> list[Candidate]:
+    def _quiet_db(self) -> Any:
+        """The main database with every flood signature reporting at most once per scan.
+
+        Same expressions in the same order, so pattern ids, owners and confirmations are the
+        main database's; None when that does not hold (never seen) or there is nothing to quiet.
+        """
+        if self._quiet is None:
+            progress = {i for i, s in enumerate(self.signatures) if s.category == "progress"} - self.listed_progress
+            db, owner, confirm, fallback = self._database(None, progress | self._floods, self._cache, markers=True)
+            same = owner == self._owner and confirm == self._confirm and fallback <= self.fallback_sigs
+            self._quiet = db if same and self._floods else False
+        return self._quiet or None
+
+    def _limited_hits(self, block: bytes, limits: Limits) -> list[tuple[int, int]]:
+        """(end, pattern) of every hit the caller can use under ``limits``, in order.
+
+        A limited signature's exact hits: the first ``head`` lines are listed, then only the
+        latest ``tail`` are kept; the lines between are dropped as they arrive, so a flood never
+        reaches Python's loops. Several patterns of one signature on the same line count once
+        (a suffixed pattern ends past the newline, a "$" one at it).
+
+        Once every line a flood signature can still give is of no use (its cap is reached),
+        the rest of the block is scanned with the quiet database. That spares Hyperscan its
+        work on those lines and Python a callback for each. It gives the same hits: a quiet
+        scan that reports a flood signature still wanted is thrown away and the stretch
+        scanned again in full.
+        """
+        limited = self._limited_pids(limits)
         hits: list[tuple[int, int]] = []
         append = hits.append
-        if limited is None or limits is None:
-            def on_match(pid: int, start: int, end: int, flags: int, ctx: object) -> None:
+        head = {sig: h for sig, (h, _) in limits.items()}
+        tails: dict[int, deque[tuple[int, int]]] = {sig: deque(maxlen=t) for sig, (_, t) in limits.items() if t > 0}
+        last_line: dict[int, int] = {}
+        check_ascii = self._ascii_exact if not block.isascii() else frozenset()
+        rfind = block.rfind
+        base = 0  # where the stretch being scanned starts in the block
+        wanted_floods: set[int] = set()  # flood signatures hit in the current stretch
+
+        def on_match(pid: int, start: int, end: int, flags: int, ctx: object) -> None:
+            end += base
+            sig = limited[pid]
+            if sig < 0 or (pid in check_ascii and not block[rfind(b"\n", 0, end - 1) + 1:end].isascii()):
+                append((end, pid))  # not limited, or a hit that re must still confirm
+                return
+            line = end if end and block[end - 1] == 10 else end + 1
+            if last_line.get(sig) == line:
+                return
+            last_line[sig] = line
+            if head[sig] > 0:
+                head[sig] -= 1
+                wanted_floods.add(sig)
                 append((end, pid))
-        else:
-            # A limited signature's exact hits: the first ``head`` lines are listed, then only
-            # the latest ``tail`` are kept; the lines between are dropped as they arrive, so a
-            # flood never reaches the loop below. Several patterns of one signature on the
-            # same line count once (a suffixed pattern ends past the newline, a "$" one at it).
-            head = {sig: h for sig, (h, _) in limits.items()}
-            tails: dict[int, deque[tuple[int, int]]] = {sig: deque(maxlen=t) for sig, (_, t) in limits.items() if t > 0}
-            last_line: dict[int, int] = {}
-            check_ascii = ascii_exact if not block.isascii() else frozenset()
-            rfind = block.rfind
+            elif sig in tails:
+                tails[sig].append((end, pid))
 
-            def on_match(pid: int, start: int, end: int, flags: int, ctx: object) -> None:
-                sig = limited[pid]
-                if sig < 0 or (pid in check_ascii and not block[rfind(b"\n", 0, end - 1) + 1:end].isascii()):
-                    append((end, pid))  # not limited, or a hit that re must still confirm
-                    return
-                line = end if end and block[end - 1] == 10 else end + 1
-                if last_line.get(sig) == line:
-                    return
-                last_line[sig] = line
-                if head[sig] > 0:
-                    head[sig] -= 1
-                    append((end, pid))
-                elif sig in tails:
-                    tails[sig].append((end, pid))
+        view = memoryview(block)
+        floods = self._floods
+        owner = self._owner
+        size = len(block)
+        while base < size:
+            # Flood signatures that gave wanted lines in the last stretch scanned in full and
+            # want more are likely to come again: until they have their fill, no quiet try.
+            waiting = any(head.get(sig, 1) > 0 for sig in self._wanting)
+            quiet = self._quiet_db() if size - base >= QUIET_MIN and not waiting else None
+            if quiet is not None and any(head.get(sig, 1) == 0 for sig in floods):
+                found = _all_hits(quiet, view[base:])
+                # A flood signature not limited, or limited with lines still wanted, needs them all.
+                short = {owner[pid] for _, pid in found if owner[pid] in floods and head.get(owner[pid], 1) > 0}
+                if not short:
+                    for end, pid in found:
+                        on_match(pid, 0, end, 0, None)
+                    break
+                self._wanting |= short
+                waiting = True
+            # In full: a stretch at the start (after which the floods have usually had their
+            # fill), then the rest of the block.
+            stop = size if base or waiting or size <= QUIET_FIRST else (block.find(b"\n", QUIET_FIRST) + 1 or size)
+            wanted_floods.clear()
+            self.db.scan(view[base:stop], match_event_handler=on_match)
+            self._wanting = {sig for sig in wanted_floods if head.get(sig, 1) > 0}
+            base = stop
+        kept_tails = [hit for tail in tails.values() for hit in tail]
+        if kept_tails:
+            hits.extend(kept_tails)
+            hits.sort()
+        return hits
 
-        db.scan(block, match_event_handler=on_match)
-        if limited is not None and limits is not None:
-            kept_tails = [hit for tail in tails.values() for hit in tail]
-            if kept_tails:
-                hits.extend(kept_tails)
-                hits.sort()
+    @staticmethod
+    def _candidates(hits: list[tuple[int, int]], owner: list[int], confirm: list[int], block: bytes, shift: int,
+                    markers: set[str] | None = None) -> list[Candidate]:
+        """Candidates from (end, pattern) hits in order of where they end."""
         find = block.find
         # Line end -> {signature: the least confirmation any hit on that line asks for}. Hits
         # come in order of where they end, so a line's hits arrive together.
@@ -226,6 +288,16 @@ class HyperscanEngine:
                 out.append((ls + shift, le + shift, sig, confirm_it))
         return out
 
+
+def _all_hits(db: Any, data: bytes | memoryview) -> list[tuple[int, int]]:
+    """(end, pattern) of every report of one scan, in the order Hyperscan gives them."""
+    found: list[tuple[int, int]] = []
+    db.scan(data, match_event_handler=lambda pid, start, end, flags, ctx: found.append((end, pid)))
+    return found
+
+
+QUIET_FIRST = 64 * 1024  # a block whose floods want lines is scanned in full this far, then looked at again
+QUIET_MIN = 64 * 1024  # a shorter rest of a block is not worth a quiet try (it might have to be scanned twice)
 
 # Launcher prefixes the scanner collects ranks from: Hyperscan says in passing whether a block
 # has any, so the scanner's own regexes run only where they will find something.
