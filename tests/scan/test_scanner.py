@@ -153,6 +153,7 @@ def test_quiet_scans_of_floods_past_their_caps_keep_every_wanted_line(catalog: C
     monkeypatch.setattr(scanner, "MAX_CONTEXT_EVENTS_TOTAL", cap)
     monkeypatch.setattr(hs_engine, "QUIET_FIRST", 4096)
     monkeypatch.setattr(hs_engine, "QUIET_MIN", 4096)
+    monkeypatch.setattr(hs_engine, "QUIET_BACKOFF", 8192)
     log = tmp_path / "train.log"
     _flood_log(log)
     hs = hs_engine.HyperscanEngine(catalog.signatures)

@@ -90,7 +90,10 @@ class HyperscanEngine:
                                  if s.role == "context" and s.category != "progress" and i not in self.fallback_sigs)
         self._cache = cache
         self._quiet: Any = None
-        self._wanting: set[int] = set()  # flood signatures lately seen giving lines and wanting more
+        # After a quiet scan that had to be done again, this many bytes are scanned in full
+        # before the next try (the flood still wanted may be sparse: each try would be wasted).
+        self._backoff = 0
+        self._full_left = 0
 
     def _database(self, only: set[int] | None, single: set[int], cache: bool,
                   markers: bool = False) -> tuple[Any, list[int], list[int], set[int]]:
@@ -187,7 +190,8 @@ class HyperscanEngine:
         check_ascii = self._ascii_exact if not block.isascii() else frozenset()
         rfind = block.rfind
         base = 0  # where the stretch being scanned starts in the block
-        wanted_floods: set[int] = set()  # flood signatures hit in the current stretch
+        wanted_floods: set[int] = set()  # flood signatures that gave wanted lines in the current stretch
+        floods = self._floods
 
         def on_match(pid: int, start: int, end: int, flags: int, ctx: object) -> None:
             end += base
@@ -201,37 +205,39 @@ class HyperscanEngine:
             last_line[sig] = line
             if head[sig] > 0:
                 head[sig] -= 1
-                wanted_floods.add(sig)
+                if sig in floods:
+                    wanted_floods.add(sig)
                 append((end, pid))
             elif sig in tails:
                 tails[sig].append((end, pid))
 
         view = memoryview(block)
-        floods = self._floods
         owner = self._owner
         size = len(block)
+        width = QUIET_FIRST
         while base < size:
-            # Flood signatures that gave wanted lines in the last stretch scanned in full and
-            # want more are likely to come again: until they have their fill, no quiet try.
-            waiting = any(head.get(sig, 1) > 0 for sig in self._wanting)
-            quiet = self._quiet_db() if size - base >= QUIET_MIN and not waiting else None
-            if quiet is not None and any(head.get(sig, 1) == 0 for sig in floods):
-                found = _all_hits(quiet, view[base:])
+            # Floods that gave wanted lines in the last stretch and want more are likely to
+            # come again: the next stretch, twice as long, is scanned in full too.
+            wanting = any(head.get(sig, 1) > 0 for sig in wanted_floods)
+            if (size - base >= QUIET_MIN and self._full_left <= 0 and not wanting
+                    and any(head.get(sig, 1) == 0 for sig in floods)):
+                quiet = self._quiet_db()
+                found = _all_hits(quiet, view[base:]) if quiet is not None else None
                 # A flood signature not limited, or limited with lines still wanted, needs them all.
-                short = {owner[pid] for _, pid in found if owner[pid] in floods and head.get(owner[pid], 1) > 0}
-                if not short:
+                if found is not None and not any(owner[pid] in floods and head.get(owner[pid], 1) > 0
+                                                 for _, pid in found):
                     for end, pid in found:
                         on_match(pid, 0, end, 0, None)
+                    self._backoff = 0
                     break
-                self._wanting |= short
-                waiting = True
-            # In full: a stretch at the start (after which the floods have usually had their
-            # fill), then the rest of the block.
-            stop = size if base or waiting or size <= QUIET_FIRST else (block.find(b"\n", QUIET_FIRST) + 1 or size)
+                # Scanned twice: the next try waits, longer each time it fails again.
+                self._backoff = min(QUIET_BACKOFF_MAX, max(QUIET_BACKOFF, 2 * self._backoff))
+                self._full_left = self._backoff
+            stop = size if size - base <= width else (block.find(b"\n", base + width) + 1 or size)
             wanted_floods.clear()
             self.db.scan(view[base:stop], match_event_handler=on_match)
-            self._wanting = {sig for sig in wanted_floods if head.get(sig, 1) > 0}
-            base = stop
+            self._full_left -= stop - base
+            base, width = stop, 2 * width
         kept_tails = [hit for tail in tails.values() for hit in tail]
         if kept_tails:
             hits.extend(kept_tails)
@@ -296,8 +302,10 @@ def _all_hits(db: Any, data: bytes | memoryview) -> list[tuple[int, int]]:
     return found
 
 
-QUIET_FIRST = 64 * 1024  # a block whose floods want lines is scanned in full this far, then looked at again
+QUIET_FIRST = 64 * 1024  # a block whose floods want lines is scanned in full this far, then twice as far, ...
 QUIET_MIN = 64 * 1024  # a shorter rest of a block is not worth a quiet try (it might have to be scanned twice)
+QUIET_BACKOFF = 4 * 1024 * 1024
+QUIET_BACKOFF_MAX = 256 * 1024 * 1024
 
 # Launcher prefixes the scanner collects ranks from: Hyperscan says in passing whether a block
 # has any, so the scanner's own regexes run only where they will find something.
