@@ -7,6 +7,8 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from denpex.catalog import Catalog
 from denpex.collect import inputs
@@ -175,3 +177,20 @@ def test_quiet_scans_of_floods_past_their_caps_keep_every_wanted_line(catalog: C
     assert _incident(catalog, log, 1, hs) == want
     assert "nfs_server_ok" in want
     assert scans["quiet"] >= 3 and scans["full"] >= 3, scans
+
+
+_PREFIX_PARTS = ["[rank3]:", "[rank12]:", "[default0]:", "[default3]:", "[rank03]:", "2024-05-01 10:00:00 ",
+                 "[7] ", " ", "x", "[rank", "]:", "[default1]:[rank5]:", "NCCL INFO ", "\n", "\n", "\n"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PREFIX_PARTS), max_size=60), st.integers(0, 40))
+def test_rank_prefixes_found_by_token_equal_the_line_by_line_search(parts: list[str], many: int) -> None:
+    # Distinct tokens past the limit, and a token on many lines where it is no prefix, take
+    # the plain search's path; the answer must not depend on which path was taken.
+    extra = "".join(f"[rank{i}]:\n" for i in range(many))
+    mid = "a [rank9]: b\n" * (many * 2)
+    data = ("".join(parts) + "\n" + mid + extra + "[rank9]: at last\n").encode()
+    assert scanner._rank_prefixes(data) == set(scanner._line_prefixes("rank", data))
+    plain = "".join(parts).encode()
+    assert scanner._rank_prefixes(plain) == set(scanner._line_prefixes("rank", plain))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import contextlib
+import functools
 import itertools
 import os
 import re
@@ -50,6 +51,60 @@ def _line_prefixes(name: str, data: bytes) -> list[Any]:
     if m is not None:
         found.append(m.groups() if len(m.groups()) > 1 else m.group(1))
     return found
+
+
+_RANK_TOKEN = rb"\[(rank|default)(\d+)\]:"
+_MAX_RANK_TOKENS = 16  # more distinct tokens in one block: the plain line-by-line search
+_MAX_TRIES = 64  # occurrences of one token looked at before the plain search takes over
+
+
+def _rank_prefixes(data: bytes) -> set[tuple[bytes, bytes]]:
+    """The set ``_line_prefixes("rank", data)`` gives, without a match attempt at every line.
+
+    The prefix regex tried at every newline (a time stamp of up to 32 characters may come
+    first) costs about as much as Hyperscan's whole pass when launcher prefixes are present.
+    A block holds few distinct rank tokens ("[default3]:"), each on most of its lines: each is
+    found once anywhere (a search that skips the tokens already found), then confirmed by the
+    prefix regex at the start of a line it occurs on, which captures exactly that token.
+    """
+    tokens: list[tuple[bytes, bytes]] = []
+    pos = 0
+    while True:
+        m = _token_search(frozenset(tokens)).search(data, pos)
+        if m is None:
+            break
+        if len(tokens) == _MAX_RANK_TOKENS:
+            return set(_line_prefixes("rank", data))
+        tokens.append((m.group(1), m.group(2)))
+        pos = m.start()
+    line_rx = _PREFIXES["rank"][1]
+    found: set[tuple[bytes, bytes]] = set()
+    for kind, n in tokens:
+        needle = b"[" + kind + n + b"]:"
+        at = data.find(needle)
+        for _ in range(_MAX_TRIES):
+            if at < 0:
+                break
+            m = line_rx.match(data, data.rfind(b"\n", 0, at) + 1)
+            if m is not None and m.groups() == (kind, n):
+                found.add((kind, n))
+                break
+            line_end = data.find(b"\n", at)
+            at = data.find(needle, line_end) if line_end >= 0 else -1
+        else:
+            if at >= 0:
+                return set(_line_prefixes("rank", data))
+    return found
+
+
+@functools.lru_cache(maxsize=4096)
+def _token_search(known: frozenset[tuple[bytes, bytes]]) -> re.Pattern[bytes]:
+    """A search for the rank tokens not in ``known`` (a set, so the order they were found in makes one regex)."""
+    if not known:
+        return re.compile(_RANK_TOKEN)
+    skip = b"|".join(sorted(kind + n for kind, n in known))
+    return re.compile(rb"\[(?!(?:" + skip + rb")\]:)" + _RANK_TOKEN[2:])
+
 LOOKBACK_LINES = 64
 MAX_EVENTS_PER_SIGNATURE = 2000  # per source; beyond this a flood adds nothing to a diagnosis
 # A context signature whose fields feed no decision (which network NCCL chose, a link that came
@@ -59,7 +114,10 @@ MAX_INFO_EVENTS = 4
 # large job several times over, a few hundred lines of each informational fact.
 MAX_CONTEXT_EVENTS_TOTAL = 8192
 MAX_INFO_EVENTS_TOTAL = 256
-MIN_CONTEXT_PER_SOURCE = 16  # one rank's file: its communicators' rank maps (a handful), with room to spare
+# A source keeps at least this many of one such signature, and no more than its share of the
+# total: with 1,024 rank files each keeps its first 8 rank maps (its first communicators),
+# where a floor of 16 built twice the total and the total then dropped every file past the 512th.
+MIN_CONTEXT_PER_SOURCE = 8
 DECISION_FIELDS = frozenset({"rank", "local_rank", "world_size", "step", "epoch", "checkpoint", "completed",
                              "failed_rank", "hung_ranks", "last_completed", "xid", "caused_by_xid"})
 # Progress lines (every training step) are kept as the first few and the latest:
@@ -179,7 +237,7 @@ class Scanner:
     def _ranks(self, data: bytes, res: PartResult, markers: set[str]) -> None:
         """Ranks named by launcher prefixes; ``markers`` (from the engine's pass) says which to look for."""
         if "rank" in markers:
-            found = set(_line_prefixes("rank", data))
+            found = _rank_prefixes(data)
             strong = {int(n) for kind, n in found if kind == b"rank"}
             res.ranks.update(strong or {int(n) for _, n in found})
         if "mpi" in markers:
