@@ -18,7 +18,7 @@ from itertools import accumulate, compress, count
 from typing import Protocol, cast
 
 from denpex.catalog.model import Signature
-from denpex.catalog.regex_subset import required_literal_sets
+from denpex.catalog.regex_subset import digit_shape, required_literal_sets
 
 Candidate = tuple[int, int, int, bool]
 Limits = dict[int, tuple[int, int]]  # signature -> (first lines wanted, last lines wanted)
@@ -72,6 +72,11 @@ _MARK_SETS = {(False, False): frozenset(), (True, False): frozenset({"rank"}), (
               (True, True): frozenset({"rank", "mpi"})}
 # The blurred shape from the plain one: the hex letters the plain shape keeps become '0' too.
 _PLAIN_TO_BLUR = bytes.maketrans(b"abcdef", b"000000")
+# Answers are remembered per line with its decimal digits made '0' and its case kept (lines
+# repeat with other numbers, almost never in another case); the plain shape is that, lower-cased.
+FOLD = bytes.maketrans(b"123456789", b"000000000")
+_LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")
+Answer = tuple[tuple[int, bool], ...]  # (signature, whether the scanner must still confirm the hit)
 
 LiteralSets = tuple[tuple[bytes, ...], ...]  # one literal of each set must occur
 # Per passing pattern, the plain-shape literal sets a line must hold (None: nothing to check),
@@ -142,8 +147,13 @@ class ReEngine:
             self._by_gram.setdefault(gram, []).append(entry)
         self._grams = frozenset(self._by_gram)
         self._shapes: dict[bytes, tuple[Check, ...]] = {}
-        # The final answer per plain shape: most lines differ from an earlier one only in numbers.
-        self._answers: dict[bytes, tuple[int, ...]] = {}
+        # The final answer per line with digits folded: most lines differ from an earlier one only in numbers.
+        self._answers: dict[bytes, Answer] = {}
+        # Signatures whose patterns tell no two digits apart: their regex gives the same answer
+        # on the folded line as on any line it stands for, so the answer settles them (a line
+        # that only passed the literal prefilter, like Megatron's "lm loss" lines for the NaN
+        # signature, costs nothing more however often it repeats).
+        self._settled: dict[int, bool] = {}  # worked out on first use: most signatures are never a candidate
         self._marked: dict[bytes, frozenset[str]] = {}  # remembered lines that carry launcher prefixes
         self.markers: set[str] = set()
         self._words: dict[bytes, frozenset[bytes]] = {}
@@ -190,9 +200,9 @@ class ReEngine:
         get = answers.get
         if start > 0 or end < len(block):
             block = block[start:end]
-        lines = block.translate(PLAIN).split(b"\n")
+        lines = block.translate(FOLD).split(b"\n")
         lines.pop()  # after the block's last newline
-        found: list[tuple[int, ...] | None] = list(map(get, lines))
+        found: list[Answer | None] = list(map(get, lines))
         unkept: set[str] = set()  # marks of new lines too long to remember
         at = -1
         while True:
@@ -211,7 +221,7 @@ class ReEngine:
                     key = b"\r".join(dict.fromkeys(line.split(b"\r")))
                     got = get(key)
                 if got is None:
-                    got = self._answer(key)
+                    got = self._answer(key, settle=key is line)
                     if len(key) <= _CACHE_LINE * (1 if key is line else 8):
                         if len(answers) >= _CACHE_ENTRIES:
                             answers.clear()
@@ -223,7 +233,7 @@ class ReEngine:
                 if key is not line or len(line) > _CACHE_LINE:
                     unkept.update(self._marked.get(key) or self._marked_line(key))
             found[at] = got
-        answered = cast("list[tuple[int, ...]]", found)
+        answered = cast("list[Answer]", found)
         if only is None:
             # Lines keep the hash their lookup computed: this is a set operation in C.
             self.markers = set(unkept)
@@ -236,20 +246,27 @@ class ReEngine:
             ls = le - len(lines[i])
             hit = answered[i]
             if only is None:
-                out.extend([(ls, le, idx, True) for idx in hit])
-            elif only in hit:
-                out.append((ls, le, only, True))
+                out.extend([(ls, le, idx, need) for idx, need in hit])
+            else:
+                out.extend([(ls, le, idx, need) for idx, need in hit if idx == only])
         return out
 
     @staticmethod
-    def _marked_line(plain: bytes) -> frozenset[str]:
+    def _marked_line(line: bytes) -> frozenset[str]:
         """Launcher prefixes the line may carry ("rank", "mpi")."""
+        plain = line.translate(_LOWER)
         rank = b"[rank" in plain or b"[default" in plain
         mpi = b"]<std" in plain
         return _MARK_SETS[rank, mpi]
 
-    def _answer(self, plain: bytes) -> tuple[int, ...]:
-        """Signatures that may match a line of this plain shape (sorted)."""
+    def _answer(self, folded: bytes, settle: bool = True) -> Answer:
+        """Signatures that may match a line with these digits folded, and which the answer settles.
+
+        A settled signature is in the answer only when its regex matches ``folded``, and needs
+        no confirmation; ``settle`` is False when ``folded`` stands for a line it is not equal
+        to (a progress bar's repeated stretches joined once).
+        """
+        plain = folded.translate(_LOWER)
         shape = plain.translate(_PLAIN_TO_BLUR)
         checks = self._shapes.get(shape)
         if checks is None:
@@ -262,7 +279,22 @@ class ReEngine:
         for pats, idxs in checks:
             if pats is None or any(_has_all(sets, plain) for sets in pats):
                 hit.extend(idxs)
-        return tuple(sorted(hit))
+        if not settle or not hit:
+            return tuple((idx, True) for idx in sorted(hit))
+        text: str | None = None
+        out: list[tuple[int, bool]] = []
+        for idx in sorted(hit):
+            settled = self._settled.get(idx)
+            if settled is None:
+                settled = self._settled[idx] = digit_shape(self.signatures[idx].patterns)[48:58] == b"0" * 10
+            if not settled:
+                out.append((idx, True))
+                continue
+            if text is None:
+                text = folded.decode("utf-8", "replace")
+            if self.signatures[idx].matches(text):
+                out.append((idx, False))
+        return tuple(out)
 
 
 def all_hits(engine: Engine, block: bytes) -> list[tuple[int, int, int]]:
