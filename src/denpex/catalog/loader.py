@@ -30,7 +30,7 @@ _ID_RX = re.compile(r"^[a-z0-9_]+(?:\.[a-z0-9_]+)+$")
 _REQUIRED = ("id", "title", "patterns", "owner", "category", "severity", "role", "explanation", "steps",
              "references")
 _KNOWN = set(_REQUIRED) | {"case_insensitive", "extract", "priority", "rma", "clear_when", "missing",
-                           "status", "since"}
+                           "status", "since", "detail_follows"}
 
 
 class CatalogError(Exception):
@@ -105,7 +105,7 @@ def load_catalog(dirs: list[Path] | None = None, use_cache: bool = True) -> Cata
     return Catalog(signatures=sigs, sha256=sha, files=files, redirects=redirects, dirs=tuple(dirs))
 
 
-_CACHE_FORMAT = 1
+_CACHE_FORMAT = 2
 
 
 def _dump_cache(sha: str, sigs: tuple[Signature, ...], redirects: dict[str, str]) -> bytes:
@@ -241,7 +241,7 @@ def _build(raw: dict[str, Any], family: str, path: Path) -> Signature:
         priority=priority, rma=raw.get("rma", "none"),
         clear_when=_str_list(path, sid, raw, "clear_when"),
         missing=_str_list(path, sid, raw, "missing"), status=raw.get("status", "stable"),
-        since=str(raw.get("since", "0.1.0")),
+        since=str(raw.get("since", "0.1.0")), detail_follows=bool(raw.get("detail_follows", False)),
     )
     # Validation compiled them already; keep them rather than compile twice.
     sig.__dict__["compiled"] = tuple(compiled)

@@ -52,6 +52,10 @@ class Signature:
     missing: tuple[str, ...] = ()
     status: str = "stable"
     since: str = "0.1.0"
+    # The line only announces an error that the next line spells out ("BackendCompilerFailed:
+    # backend='inductor' raised:" then "RuntimeError: ..."): when the next line is a failure of
+    # its own, that line is the root.
+    detail_follows: bool = False
 
     @property
     def flags(self) -> int:

@@ -78,11 +78,31 @@ def choose_root(failures: list[Finding]) -> RootChoice:
     # the error is the line to point at.
     errors = [c for c in top if not _WARNING_LINE.match(c.event.text)]
     pick = _earliest(errors or top)
+    detail = _detail_of(pick, failures)
+    if detail is not None:
+        fired.append(("detail_follows", [pick, detail]))
+        pick = detail
     competing = [c for c in window if c is not pick and c.priority >= best - 10 and c.sig.owner != pick.sig.owner]
     reason = "highest-priority failure within the first failure's window"
     if pick is first:
         reason = "first failure in time"
+    if detail is not None:
+        reason = "the line below spells out the error the failure line announces"
     return RootChoice(pick, reason, fired, competing)
+
+
+DETAIL_LINES = 2  # how far below an announcing line its detail may be
+
+
+def _detail_of(pick: Finding, failures: list[Finding]) -> Finding | None:
+    """The failure spelled out on the line(s) just below a line that only announces it."""
+    if not pick.sig.detail_follows:
+        return None
+    ev = pick.event
+    below = [f for f in failures
+             if f.event.source_index == ev.source_index and 0 < f.event.line_no - ev.line_no <= DETAIL_LINES
+             and f.role in ("root", "symptom") and not f.sig.detail_follows]
+    return min(below, key=lambda f: f.event.line_no) if below else None
 
 
 _WARNING_LINE = re.compile(r"^\W{0,4}(?:WARNING|Warning|WARN)\b|^W\d{4} \d\d:\d\d:\d\d")
