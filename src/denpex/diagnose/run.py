@@ -89,7 +89,7 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
                       f"({choice.root.sig.id}): the warning is the cause", [cause, choice.root]))
         choice.root = cause
     for name, fs in choice.fired:
-        fired.append((name, "node evidence in the same window as a failing rank outranks the rank's own error", fs))
+        fired.append((name, _CHOICE_REASONS.get(name, name), fs))
     diag = Diagnosis(catalog=catalog, results=results, findings=findings, failures=failures, choice=choice,
                      owner="none", rank=None, fired=fired, known_ranks=known_ranks)
     root = choice.root
@@ -122,6 +122,11 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
     diag.missing = _missing(diag)
     return diag
 
+
+_CHOICE_REASONS = {
+    "node_evidence_joined": "node evidence in the same window as a failing rank outranks the rank's own error",
+    "detail_follows": "the failure line only announces an error; the line below it spells the error out",
+}
 
 SAME_FAILURE_RANKS = 3  # this many ranks with the root's own error: a shared cause, not one rank's
 SAME_FAILURE_S = 10.0

@@ -1,0 +1,30 @@
+"""A line that only announces an error yields the root to the line below that spells it out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from denpex.catalog import Catalog
+from tests.helpers import diagnose_files
+
+# ludwig#3365 (tests/corpus/holdout42): a nightly torch.compile needed a test-only package.
+ANNOUNCE = ("FAILED tests/integration_tests/test_trainer.py::test_compile - torch._dynamo.exc.BackendCompilerFailed: "
+            "backend='debug_wrapper' raised:\n")
+DETAIL = "ModuleNotFoundError: No module named 'expecttest'\n"
+
+
+def test_the_exception_under_backend_compiler_failed_is_the_root(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"pytest.log": ANNOUNCE + DETAIL})
+    assert "No module named 'expecttest'" in doc["root_cause"]["evidence"][0]["text"]
+    assert "detail_follows" in {r["rule"] for r in doc["rules_fired"]}
+
+
+def test_an_announcing_line_with_nothing_failing_below_stays_the_root(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"pytest.log": ANNOUNCE + "collected 12 items\n"})
+    assert "BackendCompilerFailed" in doc["root_cause"]["evidence"][0]["text"]
+    assert "detail_follows" not in {r["rule"] for r in doc["rules_fired"]}
+
+
+def test_a_failure_far_below_is_not_the_detail(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"pytest.log": ANNOUNCE + "a\nb\nc\n" + DETAIL})
+    assert "detail_follows" not in {r["rule"] for r in doc["rules_fired"]}
