@@ -61,7 +61,19 @@ EXTRACT = [
     r"(?P<xid>\d+),",
     r"pid=(?P<pid>\d+)",
     r"name=(?P<process>[^,\s]+),",
+    r"\bXID (?P<xid>\d+)\(",
+    r"detected on PCI:(?P<pci_bus_id>[0-9A-Fa-f]+:[0-9A-Fa-f]+:[0-9A-Fa-f]+(?:\.[0-9A-Fa-f])?)",
 ]
+
+
+def xid_pattern(code: int) -> str:
+    """The kernel's line, or a node agent's event for it.
+
+    GPUd writes "XID 79(GPU has fallen off the bus) detected on PCI:0000:ae:00".
+    """
+    return rf"(?:{PREFIX}{code},|\bXID {code}\([^)]*\) detected on )"
+
+
 NVLINK5_EXTRACT = [
     r"\): \d+, (?P<unit>[A-Z0-9_/]+)\s+(?:Non)?[Ff]atal",
     r"Link (?P<link>-?\d+) \(0x[0-9a-fA-F]+ (?P<error_status>0x[0-9a-fA-F]+)",
@@ -354,7 +366,7 @@ def build(rows: list[Row], notes: dict[str, Any], nvl5: dict[int, dict[str, set[
             near = [line.replace(f"): {row.code},", f"): 1{row.code},", 1),
                     line.replace(f"): {row.code},", f"): {row.code}0,", 1)]
         sigs.append(Sig(
-            sid=f"xid.{row.code}", title=title, patterns=[PREFIX + f"{row.code},"],
+            sid=f"xid.{row.code}", title=title, patterns=[xid_pattern(row.code)],
             extract=EXTRACT + list(note.get("extra_extract", [])), owner=owner,
             category=str(note.get("category", default_category(row, owner))), severity=severity,
             role=role, priority=priority, rma=rma,
