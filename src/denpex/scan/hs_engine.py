@@ -222,17 +222,19 @@ class HyperscanEngine:
             if (size - base >= QUIET_MIN and self._full_left <= 0 and not wanting
                     and any(head.get(sig, 1) == 0 for sig in floods)):
                 quiet = self._quiet_db()
-                found = _all_hits(quiet, view[base:]) if quiet is not None else None
-                # A flood signature not limited, or limited with lines still wanted, needs them all.
-                if found is not None and not any(owner[pid] in floods and head.get(owner[pid], 1) > 0
-                                                 for _, pid in found):
-                    for end, pid in found:
-                        on_match(pid, 0, end, 0, None)
-                    self._backoff = 0
-                    break
-                # Scanned twice: the next try waits, longer each time it fails again.
-                self._backoff = min(QUIET_BACKOFF_MAX, max(QUIET_BACKOFF, 2 * self._backoff))
-                self._full_left = self._backoff
+                if quiet is None:
+                    self._full_left = QUIET_BACKOFF_MAX  # no quiet database: nothing to try
+                else:
+                    found = _all_hits(quiet, view[base:])
+                    # A flood signature not limited, or limited with lines still wanted, needs them all.
+                    if not any(owner[pid] in floods and head.get(owner[pid], 1) > 0 for _, pid in found):
+                        for end, pid in found:
+                            on_match(pid, 0, end, 0, None)
+                        self._backoff = 0
+                        break
+                    # Scanned twice: the next try waits, longer each time it fails again.
+                    self._backoff = min(QUIET_BACKOFF_MAX, max(QUIET_BACKOFF, 2 * self._backoff))
+                    self._full_left = self._backoff
             stop = size if size - base <= width else (block.find(b"\n", base + width) + 1 or size)
             wanted_floods.clear()
             self.db.scan(view[base:stop], match_event_handler=on_match)
