@@ -128,6 +128,14 @@ _CHOICE_REASONS = {
     "detail_follows": "the failure line only announces an error; the line below it spells the error out",
 }
 
+# Failures of what every rank shares (the job's configuration, the installed software, the
+# node's setup): whichever rank printed first is chance, as with one error on many ranks.
+JOB_WIDE_CATEGORIES = frozenset({
+    "config", "parallel_config", "device_selection", "import_error", "install_mismatch", "arch_mismatch",
+    "arch_unsupported", "checkpoint_mismatch", "cuda_library_missing", "driver_version_mismatch", "fabric_manager",
+    "gpu_p2p", "shm_full", "shm_exhausted", "distributed_tensor",
+})
+
 SAME_FAILURE_RANKS = 3  # this many ranks with the root's own error: a shared cause, not one rank's
 SAME_FAILURE_S = 10.0
 
@@ -155,6 +163,8 @@ def _initiating_rank(root: Finding, findings: list[Finding], failures: list[Find
     multi = len(known) > 1 or any(f.rank not in (None, 0) for f in failures)
     if root.role == "root" and _same_failure_on_many_ranks(root, failures):
         return None  # every rank hit the same error at once: which printed first is chance
+    if root.role == "root" and root.sig.category in JOB_WIDE_CATEGORIES:
+        return None  # all ranks share what failed: the one that printed it started nothing
     # A timeout's own rank is the one that waited, never the one that failed.
     if root.rank is not None and (root.role == "root" or (not multi and root.role != "cascade")):
         return RankVerdict(root.rank, "the root line names its rank", [root])

@@ -1,4 +1,4 @@
-"""A line that only announces an error yields the root to the line below that spells it out."""
+"""Which line and rank a failure is pinned on: announcing lines yield to their detail; job-wide errors name no rank."""
 
 from __future__ import annotations
 
@@ -28,3 +28,11 @@ def test_an_announcing_line_with_nothing_failing_below_stays_the_root(catalog: C
 def test_a_failure_far_below_is_not_the_detail(catalog: Catalog, tmp_path: Path) -> None:
     doc = diagnose_files(catalog, tmp_path, {"pytest.log": ANNOUNCE + "a\nb\nc\n" + DETAIL})
     assert "detail_follows" not in {r["rule"] for r in doc["rules_fired"]}
+
+
+def test_a_configuration_error_names_no_initiating_rank(catalog: Catalog, tmp_path: Path) -> None:
+    # NeMo#11480 (tests/corpus/holdout14): every rank would raise it; rank 0 only printed first.
+    line = "[rank0]: RuntimeError: world_size (1) is not divisible by 2\n"
+    doc = diagnose_files(catalog, tmp_path, {"train.log": line})
+    assert doc["owner"] == "user_code"
+    assert doc["initiating_rank"] is None
