@@ -129,11 +129,12 @@ _CHOICE_REASONS = {
 }
 
 # Failures of what every rank shares (the job's configuration, the installed software, the
-# node's setup): whichever rank printed first is chance, as with one error on many ranks.
+# node's setup): whichever rank printed first is chance, as with one error on many ranks. A
+# fabric completion error is seen by one end of a connection; the fault may be at the other.
 JOB_WIDE_CATEGORIES = frozenset({
     "config", "parallel_config", "device_selection", "import_error", "install_mismatch", "arch_mismatch",
     "arch_unsupported", "checkpoint_mismatch", "cuda_library_missing", "driver_version_mismatch", "fabric_manager",
-    "gpu_p2p", "shm_full", "shm_exhausted", "distributed_tensor",
+    "gpu_p2p", "shm_full", "shm_exhausted", "distributed_tensor", "ib_completion_error", "efa_completion_error",
 })
 
 SAME_FAILURE_RANKS = 3  # this many ranks with the root's own error: a shared cause, not one rank's
