@@ -73,11 +73,24 @@ class Signature:
     def compiled_extract(self) -> tuple[re.Pattern[str], ...]:
         return tuple(re.compile(p, self.flags) for p in self.extract)
 
+    @cached_property
+    def digit_shape(self) -> bytes:
+        """A translation folding the digits no pattern tells apart (see ``regex_subset.digit_shape``)."""
+        from denpex.catalog.regex_subset import digit_shape
+
+        return digit_shape(self.patterns)
+
+    @property
+    def folds_all_digits(self) -> bool:
+        """No pattern tells any two digits apart: a line matches exactly when it does with every digit '0'."""
+        return self.digit_shape[48:58] == b"0" * 10
+
     def __getstate__(self) -> dict[str, Any]:
         # A pickled catalog (the load cache, worker processes) carries data, not compiled regexes.
         state = dict(self.__dict__)
         state.pop("compiled", None)
         state.pop("compiled_extract", None)
+        state.pop("digit_shape", None)
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

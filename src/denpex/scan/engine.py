@@ -18,7 +18,7 @@ from itertools import accumulate, compress, count
 from typing import Protocol, cast
 
 from denpex.catalog.model import Signature
-from denpex.catalog.regex_subset import digit_shape, required_literal_sets
+from denpex.catalog.regex_subset import required_literal_sets
 
 Candidate = tuple[int, int, int, bool]
 Limits = dict[int, tuple[int, int]]  # signature -> (first lines wanted, last lines wanted)
@@ -149,11 +149,6 @@ class ReEngine:
         self._shapes: dict[bytes, tuple[Check, ...]] = {}
         # The final answer per line with digits folded: most lines differ from an earlier one only in numbers.
         self._answers: dict[bytes, Answer] = {}
-        # Signatures whose patterns tell no two digits apart: their regex gives the same answer
-        # on the folded line as on any line it stands for, so the answer settles them (a line
-        # that only passed the literal prefilter, like Megatron's "lm loss" lines for the NaN
-        # signature, costs nothing more however often it repeats).
-        self._settled: dict[int, bool] = {}  # worked out on first use: most signatures are never a candidate
         self._marked: dict[bytes, frozenset[str]] = {}  # remembered lines that carry launcher prefixes
         self.markers: set[str] = set()
         self._words: dict[bytes, frozenset[bytes]] = {}
@@ -284,10 +279,11 @@ class ReEngine:
         text: str | None = None
         out: list[tuple[int, bool]] = []
         for idx in sorted(hit):
-            settled = self._settled.get(idx)
-            if settled is None:
-                settled = self._settled[idx] = digit_shape(self.signatures[idx].patterns)[48:58] == b"0" * 10
-            if not settled:
+            # A signature whose patterns tell no two digits apart gives the same answer on the
+            # folded line as on any line it stands for, so the answer settles it (a line that
+            # only passed the literal prefilter, like Megatron's "lm loss" lines for the NaN
+            # signature, costs nothing more however often it repeats).
+            if not self.signatures[idx].folds_all_digits:
                 out.append((idx, True))
                 continue
             if text is None:

@@ -64,7 +64,7 @@ class HyperscanEngine:
         per_step = {i for i in progress
                     if {n for rx in self.signatures[i].compiled_extract for n in rx.groupindex} == {"step"}}
         self.listed_progress = frozenset(progress - per_step)
-        progress = per_step
+        progress = self._per_step = per_step
         self.db, self._owner, self._confirm, fallback = self._database(None, progress, cache, markers=True)
         self.markers: set[str] = set()
         # One database per progress signature: a sparse one searched across a whole block must
@@ -161,8 +161,8 @@ class HyperscanEngine:
         main database's; None when that does not hold (never seen) or there is nothing to quiet.
         """
         if self._quiet is None:
-            progress = {i for i, s in enumerate(self.signatures) if s.category == "progress"} - self.listed_progress
-            db, owner, confirm, fallback = self._database(None, progress | self._floods, self._cache, markers=True)
+            db, owner, confirm, fallback = self._database(None, self._per_step | self._floods, self._cache,
+                                                          markers=True)
             same = owner == self._owner and confirm == self._confirm and fallback <= self.fallback_sigs
             self._quiet = db if same and self._floods else False
         return self._quiet or None

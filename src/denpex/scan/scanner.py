@@ -26,7 +26,6 @@ from typing import Any
 
 from denpex.catalog.loader import Catalog
 from denpex.catalog.model import Signature
-from denpex.catalog.regex_subset import digit_shape
 from denpex.collect.inputs import BLOCK, Source, read_blocks, split_points
 from denpex.collect.kinds import detect_kind, rank_from_name
 from denpex.collect.lineinfo import looks_srun_labelled, normalize_pci, parse_line_info
@@ -177,7 +176,6 @@ class Scanner:
         # Confirmations remembered per line shape (digits the patterns cannot tell apart made
         # one): the same step line with another number is answered from memory.
         self._answers: dict[tuple[int, bytes], bool] = {}
-        self._digit_shapes: dict[int, bytes] = {}  # built on first use: most signatures never need one
         # Signatures whose lines repeat by the thousand (rank maps, network facts, progress):
         # the engine is told how many more lines of them a block can use.
         sigs = catalog.signatures
@@ -203,10 +201,7 @@ class Scanner:
         """Whether signature ``idx`` matches the line ``raw`` (re on the decoded line, or memory)."""
         if len(raw) > _MEMO_LINE:
             return self.catalog.signatures[idx].matches(raw.decode("utf-8", "replace"))
-        shape = self._digit_shapes.get(idx)
-        if shape is None:
-            shape = self._digit_shapes[idx] = digit_shape(self.catalog.signatures[idx].patterns)
-        key = (idx, raw.translate(shape))
+        key = (idx, raw.translate(self.catalog.signatures[idx].digit_shape))
         got = self._answers.get(key)
         if got is None:
             # Digits are ASCII and never inside a multi-byte character: the shape decodes to
