@@ -78,3 +78,37 @@ def test_trimmed_catalog_patterns_match_the_same_lines(text: str) -> None:
 ])
 def test_needs_utf8_only_for_single_or_bounded_wide_atoms(pattern: str, wide: bool) -> None:
     assert needs_utf8(pattern) is wide
+
+
+@pytest.mark.parametrize(("pattern", "piece"), [
+    (r"NCCL INFO (?:\w+ )?comm 0x[0-9a-f]+ rank \d+ .*Init COMPLETE", "Init COMPLETE"),
+    (r"(?i)saving.+checkpoint to", "(?i)checkpoint to"),
+    (r"a|b.*c", None),  # a top-level alternation is not cut
+    (r"(?:x.*y)z", None),  # a gap inside a group is not a top-level gap
+    (r"Model architectures \[.*\] are not supported", r"Model architectures \["),
+    (r"x\.*y", None),  # an escaped dot is a literal
+])
+def test_key_piece_of_free_gaps(pattern: str, piece: str | None) -> None:
+    from denpex.catalog.regex_subset import key_piece
+
+    assert key_piece(pattern) == piece
+
+
+_GAP_ATOMS = ["ab", "b", "cab", r"\d+", "[ac]", r"\bab\b", "(?:a|bc)", "x?", "^a", "b$", ":"]
+
+
+@given(st.lists(st.sampled_from(_GAP_ATOMS), min_size=2, max_size=4), st.lists(st.booleans(), min_size=3, max_size=3),
+       st.text(alphabet="abc x:01\n", max_size=40))
+def test_key_piece_matches_every_line_its_pattern_matches(atoms: list[str], plus: list[bool], text: str) -> None:
+    # Hyperscan looks only for the key piece and re confirms: it must never miss a line.
+    import re
+
+    from denpex.catalog.regex_subset import key_piece
+
+    pattern = "".join(a + (".+" if p else ".*") for a, p in zip(atoms[:-1], plus, strict=False)) + atoms[-1]
+    piece = key_piece(pattern)
+    if piece is None:
+        return
+    for line in text.split("\n"):
+        if re.search(pattern, line):
+            assert re.search(piece, line), (pattern, piece, line)

@@ -148,14 +148,13 @@ def test_engines_agree_on_floods_past_the_caps(catalog: Catalog, tmp_path: Path,
 def test_quiet_scans_of_floods_past_their_caps_keep_every_wanted_line(catalog: Catalog, tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch,
                                                                      cap: int) -> None:
-    # Once the capped floods have had their fill, blocks are scanned with a database where
-    # they report once; a flood that starts later must make the engine scan that stretch again.
+    # Blocks are scanned with a database where the capped floods report once; a quiet scan
+    # stops at a flood that still wants lines (one that starts late too) and the main database
+    # lists them from there, in short stretches here so that it switches many times.
     monkeypatch.setattr(inputs, "BLOCK", 64 * 1024)
     monkeypatch.setattr(scanner, "MAX_EVENTS_PER_SIGNATURE", cap)
     monkeypatch.setattr(scanner, "MAX_CONTEXT_EVENTS_TOTAL", cap)
-    monkeypatch.setattr(hs_engine, "QUIET_FIRST", 4096)
-    monkeypatch.setattr(hs_engine, "QUIET_MIN", 4096)
-    monkeypatch.setattr(hs_engine, "QUIET_BACKOFF", 8192)
+    monkeypatch.setattr(hs_engine, "QUIET_FIRST", 512)
     log = tmp_path / "train.log"
     _flood_log(log)
     hs = hs_engine.HyperscanEngine(catalog.signatures)

@@ -258,6 +258,67 @@ def trim_trailing_repeats(pattern: str) -> str:
         return pattern[: m.start()] + atom + "{" + str(low) + "}"
 
 
+def key_piece(pattern: str) -> str | None:
+    """The part of ``pattern`` between free ``.*`` gaps that is cheapest to look for, or None.
+
+    ``A.*B`` matches a line only if both ``A`` and ``B`` do, so a multi-pattern engine may
+    look for one of them and leave the whole to ``re`` on the lines it finds. The piece kept
+    is the one with the most selective literal (see ``required_literals``): in
+    ``NCCL INFO comm 0x.. rank .. cudaDev \\d+ .*Init COMPLETE``, Hyperscan otherwise keeps
+    the whole prefix alive across every ``NCCL INFO`` line. None when the pattern has no such
+    gap at its top level, has a top-level alternation, or no piece has a literal.
+    """
+    pieces = _top_level_pieces(pattern)
+    if pieces is None or len(pieces) < 2:
+        return None
+    scored = [(_score(lits), i) for i, piece in enumerate(pieces)
+              if (lits := _piece_literals(piece)) is not None]
+    if not scored:
+        return None
+    return pieces[max(scored)[1]]
+
+
+def _piece_literals(piece: str) -> frozenset[str] | None:
+    try:
+        return required_literals(piece)
+    except (re.error, sre_c.error, OverflowError, RecursionError):
+        return None
+
+
+def _top_level_pieces(pattern: str) -> list[str] | None:
+    """``pattern`` cut at every ``.*``/``.+`` outside groups; flags-only groups lead each piece."""
+    flags = ""
+    pieces: list[str] = []
+    cur: list[str] = []
+    depth = 0
+    i, n = 0, len(pattern)
+    while i < n:
+        atom, i = _next_atom(pattern, i)
+        quant, i = _quantifier(pattern, i)
+        if atom.startswith("(?"):
+            if atom.endswith(")") and depth == 0 and not cur and not pieces:
+                flags += atom  # "(?i)": applies to every piece
+                continue
+            if not re.fullmatch(r"\(\?[aiLmsux-]*:", atom):
+                return None  # named groups, look-arounds: not cut
+            depth += 1
+        elif atom == "(":
+            depth += 1
+        elif atom == ")":
+            depth -= 1
+        elif atom == "|" and depth == 0:
+            return None
+        elif atom == "." and depth == 0 and quant.rstrip("?") in ("*", "+"):
+            if cur:
+                pieces.append("".join(cur))
+            cur = []
+            continue
+        cur.append(atom + quant)
+    if cur:
+        pieces.append("".join(cur))
+    return [flags + p for p in pieces]
+
+
 def _escaped(pattern: str, pos: int) -> bool:
     n = 0
     i = pos - 1

@@ -28,17 +28,24 @@ KIND_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
 # every file of a 1,024-rank job, and most files are training logs that none of these fit.
 _HINTS: dict[str, tuple[str, ...]] = {
     "nvidia_smi_q": ("NVSMI LOG", "Attached GPUs"),
-    "dcgm_diag": ("Diagnostic", "Deployment", "Hardware", "Integration", "Stress", "dcgmi", "Health Monitor"),
+    "dcgm_diag": ("Diagnostic", "\n|", "dcgmi", "Health Monitor"),  # a table row starts with "|"
     "slurm_out": ("slurmstepd: ", "srun: ", "sbatch: ", "salloc: "),
     "kernel_log": ("\n[", " kernel:"),
     "nccl_debug": (" NCCL INFO", " NCCL WARN"),
 }
 
 
+# What a hint that begins with a newline looks like at the very start of a sample.
+_FIRST_CHAR = {"kernel_log": "[", "dcgm_diag": "|"}
+
+
 def detect_kind(name: str, sample: str) -> str:
     for kind, rx, need in KIND_RULES:
         hints = _HINTS.get(kind)
-        if hints is not None and not any(h in sample for h in hints) and not sample.startswith("["):
+        # A hint at the sample's very start has no newline before it.
+        first = _FIRST_CHAR.get(kind)
+        if (hints is not None and not any(h in sample for h in hints)
+                and not (first is not None and sample.startswith(first))):
             continue
         if sum(1 for _ in itertools.islice(rx.finditer(sample), need)) >= need:
             if kind == "nccl_debug" and _mostly_training(sample):

@@ -31,6 +31,7 @@ from denpex.cache import cache_dir, write_atomic
 from denpex.catalog.model import Signature
 from denpex.catalog.regex_subset import (
     can_match_newline,
+    key_piece,
     line_exact_for_bytes,
     needs_utf8,
     trim_trailing_repeats,
@@ -78,11 +79,14 @@ class HyperscanEngine:
         # line, or on an ASCII line): only those can be left out under a limit, since a hit
         # still to confirm may turn out not to count.
         self._exact_pids: dict[int, list[int]] = {}
+        self._confirmed_pids: dict[int, list[int]] = {}  # the others: re must confirm every hit
         self._ascii_exact = frozenset(pid for pid, need in enumerate(self._confirm) if need == CONFIRM_NON_ASCII)
         for pid, (sig, need) in enumerate(zip(self._owner, self._confirm, strict=True)):
             if sig >= 0 and need != CONFIRM_ALWAYS:
                 self._exact_pids.setdefault(sig, []).append(pid)
-        self._limited_cache: dict[tuple[int, ...], list[int]] = {}
+            elif sig >= 0:
+                self._confirmed_pids.setdefault(sig, []).append(pid)
+        self._limited_cache: dict[tuple[int, ...], tuple[list[int], list[int]]] = {}
         # Signatures whose lines come by the thousand and are wanted only up to a cap (rank
         # maps, network facts): once they have all they need, a block is scanned with the
         # "quiet" database, where each reports at most once. Built on first use.
@@ -90,10 +94,6 @@ class HyperscanEngine:
                                  if s.role == "context" and s.category != "progress" and i not in self.fallback_sigs)
         self._cache = cache
         self._quiet: Any = None
-        # After a quiet scan that had to be done again, this many bytes are scanned in full
-        # before the next try (the flood still wanted may be sparse: each try would be wasted).
-        self._backoff = 0
-        self._full_left = 0
 
     def _database(self, only: set[int] | None, single: set[int], cache: bool,
                   markers: bool = False) -> tuple[Any, list[int], list[int], set[int]]:
@@ -126,20 +126,27 @@ class HyperscanEngine:
             out.sort()
         return out
 
-    def _limited_pids(self, limits: Limits) -> list[int]:
+    def _limited_pids(self, limits: Limits) -> tuple[list[int], list[int]]:
         """Per pattern, the limited signature it counts for (-1: not limited), built once per set of signatures.
 
+        The second list names the flood signature of each pattern whose hits re must confirm:
+        those are confirmed here while the flood still wants lines and dropped once it has its
+        fill, so a capped flood costs nothing past its cap whatever its patterns.
         A scanner passes the same signatures on every block, only their counts change.
         """
         key = tuple(limits)
-        limited = self._limited_cache.get(key)
-        if limited is None:
+        got = self._limited_cache.get(key)
+        if got is None:
             limited = [-1] * len(self._owner)
+            verified = [-1] * len(self._owner)
             for sig in limits:
                 for pid in self._exact_pids.get(sig, ()):
                     limited[pid] = sig
-            self._limited_cache[key] = limited
-        return limited
+                if sig in self._floods:
+                    for pid in self._confirmed_pids.get(sig, ()):
+                        verified[pid] = sig
+            got = self._limited_cache[key] = (limited, verified)
+        return got
 
     def progress_candidates(self, block: bytes, start: int, end: int, sig: int) -> list[Candidate]:
         if sig in self.fallback_sigs:
@@ -175,13 +182,16 @@ class HyperscanEngine:
         reaches Python's loops. Several patterns of one signature on the same line count once
         (a suffixed pattern ends past the newline, a "$" one at it).
 
-        Once every line a flood signature can still give is of no use (its cap is reached),
-        the rest of the block is scanned with the quiet database. That spares Hyperscan its
-        work on those lines and Python a callback for each. It gives the same hits: a quiet
-        scan that reports a flood signature still wanted is thrown away and the stretch
-        scanned again in full.
+        Most of a block is scanned with the quiet database, where flood signatures report
+        once: that spares Hyperscan its work on their lines and Python a callback for each.
+        A quiet scan stops at the first line of a flood signature that still wants lines; what
+        it found before that line stands (every other pattern reports there as in the main
+        database), and from that line on a stretch is scanned with the main database, which
+        lists the flood's lines, before the next quiet scan. A flood that keeps stopping the
+        quiet scans close to where they start gets longer stretches, doubling each time.
         """
-        limited = self._limited_pids(limits)
+        limited, verified = self._limited_pids(limits)
+        sigs = self.signatures
         hits: list[tuple[int, int]] = []
         append = hits.append
         head = {sig: h for sig, (h, _) in limits.items()}
@@ -190,14 +200,24 @@ class HyperscanEngine:
         check_ascii = self._ascii_exact if not block.isascii() else frozenset()
         rfind = block.rfind
         base = 0  # where the stretch being scanned starts in the block
-        wanted_floods: set[int] = set()  # flood signatures that gave wanted lines in the current stretch
-        floods = self._floods
+        size = len(block)
 
         def on_match(pid: int, start: int, end: int, flags: int, ctx: object) -> None:
             end += base
             sig = limited[pid]
-            if sig < 0 or (pid in check_ascii and not block[rfind(b"\n", 0, end - 1) + 1:end].isascii()):
-                append((end, pid))  # not limited, or a hit that re must still confirm
+            if sig < 0:
+                sig = verified[pid]
+                if sig < 0:
+                    append((end, pid))  # not limited
+                    return
+                if head[sig] <= 0:
+                    return  # a flood that has had its fill
+                le = end - 1 if end and block[end - 1] == 10 else block.find(b"\n", end)
+                le = size if le < 0 else le
+                if not sigs[sig].matches(block[rfind(b"\n", 0, le) + 1:le].decode("utf-8", "replace")):
+                    return
+            elif pid in check_ascii and not block[rfind(b"\n", 0, end - 1) + 1:end].isascii():
+                append((end, pid))  # a hit that re must still confirm
                 return
             line = end if end and block[end - 1] == 10 else end + 1
             if last_line.get(sig) == line:
@@ -205,41 +225,47 @@ class HyperscanEngine:
             last_line[sig] = line
             if head[sig] > 0:
                 head[sig] -= 1
-                if sig in floods:
-                    wanted_floods.add(sig)
                 append((end, pid))
             elif sig in tails:
                 tails[sig].append((end, pid))
 
         view = memoryview(block)
         owner = self._owner
-        size = len(block)
+        floods = self._floods
+        quiet = self._quiet_db() if floods else None
         width = QUIET_FIRST
+        found: list[tuple[int, int]] = []  # one quiet scan's hits
+        stop_at: list[int] = []  # where it stopped
+
+        def on_quiet(pid: int, start: int, end: int, flags: int, ctx: object) -> bool:
+            sig = owner[pid]
+            if sig in floods and head.get(sig, 1) > 0:
+                stop_at.append(end)
+                return True  # the main database must list this flood's lines from here
+            found.append((end, pid))
+            return False
+
         while base < size:
-            # Floods that gave wanted lines in the last stretch and want more are likely to
-            # come again: the next stretch, twice as long, is scanned in full too.
-            wanting = any(head.get(sig, 1) > 0 for sig in wanted_floods)
-            if (size - base >= QUIET_MIN and self._full_left <= 0 and not wanting
-                    and any(head.get(sig, 1) == 0 for sig in floods)):
-                quiet = self._quiet_db()
-                if quiet is None:
-                    self._full_left = QUIET_BACKOFF_MAX  # no quiet database: nothing to try
-                else:
-                    found = _all_hits(quiet, view[base:])
-                    # A flood signature not limited, or limited with lines still wanted, needs them all.
-                    if not any(owner[pid] in floods and head.get(owner[pid], 1) > 0 for _, pid in found):
-                        for end, pid in found:
-                            on_match(pid, 0, end, 0, None)
-                        self._backoff = 0
-                        break
-                    # Scanned twice: the next try waits, longer each time it fails again.
-                    self._backoff = min(QUIET_BACKOFF_MAX, max(QUIET_BACKOFF, 2 * self._backoff))
-                    self._full_left = self._backoff
-            stop = size if size - base <= width else (block.find(b"\n", base + width) + 1 or size)
-            wanted_floods.clear()
+            if quiet is not None:
+                found.clear()
+                stop_at.clear()
+                with contextlib.suppress(hyperscan.ScanTerminated):
+                    quiet.scan(view[base:], match_event_handler=on_quiet)
+                if not stop_at:
+                    for end, pid in found:
+                        on_match(pid, 0, end, 0, None)
+                    break
+                # The stopping line and everything after it are the main database's to scan.
+                stop = base + stop_at[0]
+                line_start = rfind(b"\n", base, stop - 1 if block[stop - 1] == 10 else stop) + 1 or base
+                for end, pid in found:
+                    if base + end <= line_start:
+                        on_match(pid, 0, end, 0, None)
+                width = 2 * width if line_start - base < width else QUIET_FIRST
+                base = line_start
+            stop = size if quiet is None or size - base <= width else (block.find(b"\n", base + width) + 1 or size)
             self.db.scan(view[base:stop], match_event_handler=on_match)
-            self._full_left -= stop - base
-            base, width = stop, 2 * width
+            base = stop
         kept_tails = [hit for tail in tails.values() for hit in tail]
         if kept_tails:
             hits.extend(kept_tails)
@@ -304,16 +330,13 @@ def _all_hits(db: Any, data: bytes | memoryview) -> list[tuple[int, int]]:
     return found
 
 
-QUIET_FIRST = 64 * 1024  # a block whose floods want lines is scanned in full this far, then twice as far, ...
-QUIET_MIN = 64 * 1024  # a shorter rest of a block is not worth a quiet try (it might have to be scanned twice)
-QUIET_BACKOFF = 4 * 1024 * 1024
-QUIET_BACKOFF_MAX = 256 * 1024 * 1024
+QUIET_FIRST = 8 * 1024  # scanned with the main database after a wanted flood line stopped a quiet scan
 
 # Launcher prefixes the scanner collects ranks from: Hyperscan says in passing whether a block
 # has any, so the scanner's own regexes run only where they will find something.
 MARKERS = (("rank", rb"\[(?:rank|default)"), ("mpi", rb"\]<std"))
 _MARKER_BASE = -2  # owner ids -2, -3, ... stand for MARKERS[0], MARKERS[1], ...
-_FORMAT = 5  # bump when the expressions built from a pattern change
+_FORMAT = 6  # bump when the expressions built from a pattern change
 # How a pattern's hits are confirmed by re: never, on lines that are not ASCII, always.
 CONFIRM_NEVER, CONFIRM_NON_ASCII, CONFIRM_ALWAYS = 0, 1, 2
 
@@ -358,12 +381,17 @@ def _compile(chosen: list[tuple[int, Signature]], single: set[int],
         built = []
         for pat in sig.patterns:
             expr = trim_trailing_repeats(pat)
+            # Only the most selective piece of "A.*B" is looked for; re decides on its lines.
+            piece = key_piece(expr)
+            expr = piece if piece is not None else expr
             exact = line_exact_for_bytes(expr)
             if exact is not None:
                 need = CONFIRM_NEVER if exact == expr else CONFIRM_NON_ASCII
                 expr = exact
             else:
                 need = CONFIRM_ALWAYS if can_match_newline(pat) else CONFIRM_NEVER
+            if piece is not None:
+                need = CONFIRM_ALWAYS
                 if needs_utf8(expr):
                     # Byte-wise with room for multi-byte characters; re on the line decides.
                     wide = widen_for_bytes(expr)
