@@ -7,7 +7,6 @@ without any kernel log says so).
 
 from __future__ import annotations
 
-import itertools
 import re
 
 _NAME_RANK = re.compile(r"(?:^|[^a-z])(?:rank|worker|proc)[_-]?(\d{1,5})(?:\D|$)", re.IGNORECASE)
@@ -41,13 +40,7 @@ _FIRST_CHAR = {"kernel_log": "[", "dcgm_diag": "|"}
 
 def detect_kind(name: str, sample: str) -> str:
     for kind, rx, need in KIND_RULES:
-        hints = _HINTS.get(kind)
-        # A hint at the sample's very start has no newline before it.
-        first = _FIRST_CHAR.get(kind)
-        if (hints is not None and not any(h in sample for h in hints)
-                and not (first is not None and sample.startswith(first))):
-            continue
-        if sum(1 for _ in itertools.islice(rx.finditer(sample), need)) >= need:
+        if _enough_lines(sample, rx, _HINTS[kind], _FIRST_CHAR.get(kind), need):
             if kind == "nccl_debug" and _mostly_training(sample):
                 return "training_log"
             return kind
@@ -57,6 +50,29 @@ def detect_kind(name: str, sample: str) -> str:
     if any(k in lowered for k in ("dmesg", "kern.log", "syslog", "journal")):
         return "kernel_log"
     return "training_log"
+
+
+def _enough_lines(sample: str, rx: re.Pattern[str], hints: tuple[str, ...], first: str | None, need: int) -> bool:
+    """Whether ``need`` lines of ``sample`` match ``rx``, looking only at lines that hold a hint.
+
+    Every match holds one of its kind's hints, so the regex runs on those lines alone instead
+    of at every position of the sample (a multi-line regex tries each one).
+    """
+    starts: set[int] = set()
+    if first is not None and sample.startswith(first):
+        starts.add(0)  # a hint "\n[" at the very start has no newline before it
+    for hint in hints:
+        at = sample.find(hint)
+        while at >= 0:
+            starts.add(at + 1 if hint[0] == "\n" else sample.rfind("\n", 0, at) + 1)
+            at = sample.find(hint, at + 1)
+    found = 0
+    for ls in sorted(starts):
+        le = sample.find("\n", ls)
+        found += sum(1 for _ in rx.finditer(sample, ls, le if le >= 0 else len(sample)))
+        if found >= need:
+            return True
+    return False
 
 
 def _mostly_training(sample: str) -> bool:
