@@ -120,6 +120,20 @@ def test_dot_matches_one_non_ascii_character_in_both_engines(tmp_path: Path) -> 
     assert len(hits(hs, chunk)) == 2
 
 
+def test_a_wide_class_the_line_rewrite_cannot_carry_still_takes_a_multibyte_character(tmp_path: Path) -> None:
+    # Regression: the widening of such patterns once sat under the gap-cutting branch, so a
+    # class with \S took one byte of "é" and the line was missed.
+    from denpex.catalog.loader import load_catalog
+
+    site = site_catalog(tmp_path, "site.class", r"mark [\S,]x end",
+                        "A test signature whose class holds a negated category.")
+    cat = load_catalog([site])
+    chunk = "mark éx end\nmark ,x end\nmark  x end"
+    hs = hs_engine.HyperscanEngine(cat.signatures, cache=False)
+    assert hits(hs, chunk) == hits(ReEngine(cat.signatures), chunk)
+    assert len(hits(hs, chunk)) == 2
+
+
 def test_cached_databases_of_different_catalogs_never_collide(tmp_path: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     # Regression: cache names once lost everything after the library version's first dot.

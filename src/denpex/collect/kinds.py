@@ -25,6 +25,7 @@ KIND_RULES: tuple[tuple[str, re.Pattern[str], int], ...] = (
 
 # Text a sample must contain before a kind's regex is worth running on it: detection runs on
 # every file of a 1,024-rank job, and most files are training logs that none of these fit.
+# Every kind has hints; one that begins with a newline stands for a line start.
 _HINTS: dict[str, tuple[str, ...]] = {
     "nvidia_smi_q": ("NVSMI LOG", "Attached GPUs"),
     "dcgm_diag": ("Diagnostic", "\n|", "dcgmi", "Health Monitor"),  # a table row starts with "|"
@@ -34,13 +35,9 @@ _HINTS: dict[str, tuple[str, ...]] = {
 }
 
 
-# What a hint that begins with a newline looks like at the very start of a sample.
-_FIRST_CHAR = {"kernel_log": "[", "dcgm_diag": "|"}
-
-
 def detect_kind(name: str, sample: str) -> str:
     for kind, rx, need in KIND_RULES:
-        if _enough_lines(sample, rx, _HINTS[kind], _FIRST_CHAR.get(kind), need):
+        if _enough_lines(sample, rx, _HINTS[kind], need):
             if kind == "nccl_debug" and _mostly_training(sample):
                 return "training_log"
             return kind
@@ -52,16 +49,16 @@ def detect_kind(name: str, sample: str) -> str:
     return "training_log"
 
 
-def _enough_lines(sample: str, rx: re.Pattern[str], hints: tuple[str, ...], first: str | None, need: int) -> bool:
+def _enough_lines(sample: str, rx: re.Pattern[str], hints: tuple[str, ...], need: int) -> bool:
     """Whether ``need`` lines of ``sample`` match ``rx``, looking only at lines that hold a hint.
 
     Every match holds one of its kind's hints, so the regex runs on those lines alone instead
     of at every position of the sample (a multi-line regex tries each one).
     """
     starts: set[int] = set()
-    if first is not None and sample.startswith(first):
-        starts.add(0)  # a hint "\n[" at the very start has no newline before it
     for hint in hints:
+        if hint[0] == "\n" and sample.startswith(hint[1:]):
+            starts.add(0)  # a line-start hint on the first line has no newline before it
         at = sample.find(hint)
         while at >= 0:
             starts.add(at + 1 if hint[0] == "\n" else sample.rfind("\n", 0, at) + 1)

@@ -8,6 +8,7 @@ message (a peer's rank, another host) is left to the signatures' own fields.
 from __future__ import annotations
 
 import re
+import string
 from dataclasses import dataclass
 
 # torchrun --tee / PyTorch rank-prefixed logging: "[rank3]:..." or "[default3]:...", possibly after
@@ -35,9 +36,9 @@ _HEAD = 200
 # (host, PCI domain) is checked by hand. ``find_nccl_prefix`` / ``find_pci_full`` give the same
 # match as the forms above (tested).
 _NCCL_TAIL = re.compile(r":(\d+):(\d+) \[(\d+)\] (?:[\w/.]+:\d+ )?(?:\(\w+\) )?NCCL ")
-_HOST_FIRST = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789")
+_HOST_FIRST = frozenset(string.ascii_letters + string.digits)
 _PCI_TAIL = re.compile(r":([0-9a-fA-F]{2}):([0-9a-fA-F]{2})\.([0-7])\b")
-_HEX = frozenset("0123456789abcdefABCDEF")
+_HEX = frozenset(string.hexdigits)
 
 
 @dataclass

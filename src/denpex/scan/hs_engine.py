@@ -11,8 +11,8 @@ the stdlib engine for their signatures only. The compiled database is cached on 
 by the patterns, so a CLI run does not pay the compile time twice.
 
 A second, "quiet" database differs only in that context signatures that flood (rank maps,
-network facts) report once per scan: once the scanner has all the lines of them it can use,
-the rest of a block is scanned with it (see ``_limited_hits``).
+network facts) report once per scan: most of a block is scanned with it, and the main
+database lists a flood's lines only from where one still wanted turns up (see ``_limited_hits``).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ import contextlib
 import functools
 import hashlib
 import json
+import re
 import sys
 from collections import deque
 from collections.abc import Sequence
@@ -88,8 +89,9 @@ class HyperscanEngine:
                 self._confirmed_pids.setdefault(sig, []).append(pid)
         self._limited_cache: dict[tuple[int, ...], tuple[list[int], list[int]]] = {}
         # Signatures whose lines come by the thousand and are wanted only up to a cap (rank
-        # maps, network facts): once they have all they need, a block is scanned with the
-        # "quiet" database, where each reports at most once. Built on first use.
+        # maps, network facts): blocks are scanned with the "quiet" database, where each
+        # reports at most once, and with the main database where they still want lines.
+        # Built on first use.
         self._floods = frozenset(i for i, s in enumerate(self.signatures)
                                  if s.role == "context" and s.category != "progress" and i not in self.fallback_sigs)
         self._cache = cache
@@ -390,8 +392,6 @@ def _compile(chosen: list[tuple[int, Signature]], single: set[int],
                 expr = exact
             else:
                 need = CONFIRM_ALWAYS if can_match_newline(pat) else CONFIRM_NEVER
-            if piece is not None:
-                need = CONFIRM_ALWAYS
                 if needs_utf8(expr):
                     # Byte-wise with room for multi-byte characters; re on the line decides.
                     wide = widen_for_bytes(expr)
@@ -399,6 +399,8 @@ def _compile(chosen: list[tuple[int, Signature]], single: set[int],
                         unfit.add(idx)
                         break
                     expr, need = wide, CONFIRM_ALWAYS
+            if piece is not None:
+                need = CONFIRM_ALWAYS
             f = hyperscan.HS_FLAG_MULTILINE
             if idx in single:
                 f |= hyperscan.HS_FLAG_SINGLEMATCH
@@ -450,7 +452,5 @@ def _compiles(expr: bytes, flags: int) -> bool:
 
 def _bad_index(message: str) -> int | None:
     """Hyperscan names the failing expression: 'Expression 17 ...' / '... at index 17'."""
-    import re
-
     m = re.search(r"(?:Expression|expression|index)\D{0,12}(\d+)", message)
     return int(m.group(1)) if m else None
