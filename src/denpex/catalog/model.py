@@ -102,7 +102,10 @@ class Signature:
         return self.role != "context" and self.severity in ("fatal", "error")
 
     def matches(self, line: str) -> bool:
-        return any(p.search(line) for p in self.compiled)
+        for p in self.compiled:  # noqa: SIM110 - a loop, not any() over a generator: called per candidate line
+            if p.search(line):
+                return True
+        return False
 
     def extract_fields(self, line: str) -> dict[str, str]:
         """Named groups of the ``extract`` regexes; the first one to capture a name wins."""

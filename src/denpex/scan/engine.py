@@ -13,7 +13,7 @@ confirmed hits; a differential test holds them to it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import accumulate, compress, count
 from typing import Protocol, cast
 
@@ -91,7 +91,14 @@ def _information(shaped: bytes) -> int:
 
 
 def _has_all(sets: LiteralSets, text: bytes) -> bool:
-    return all(any(lit in text for lit in opt) for opt in sets)
+    # Loops, not all()/any() over generators: this runs for every line not seen before.
+    for opt in sets:
+        for lit in opt:
+            if lit in text:
+                break
+        else:
+            return False
+    return True
 
 
 class ReEngine:
@@ -143,7 +150,9 @@ class ReEngine:
             if not grams:
                 self._spanning.append(entry)  # every piece holds white space: checked on every new shape
                 continue
-            gram = min(grams, key=lambda g: (len(self._by_gram.get(g, ())), g))
+            # A piece with blurred characters ('0': digits, hex letters) turns up in most lines
+            # (time stamps, ids): it would bring its patterns up for checking on nearly every shape.
+            gram = min(grams, key=lambda g: (g.count(b"0"), len(self._by_gram.get(g, ())), g))
             self._by_gram.setdefault(gram, []).append(entry)
         self._grams = frozenset(self._by_gram)
         self._shapes: dict[bytes, tuple[Check, ...]] = {}
@@ -152,6 +161,9 @@ class ReEngine:
         self._marked: dict[bytes, frozenset[str]] = {}  # remembered lines that carry launcher prefixes
         self.markers: set[str] = set()
         self._words: dict[bytes, frozenset[bytes]] = {}
+        # Per signature met so far, its patterns' searches where a digit-folded line settles
+        # it, else None (built on first use: most signatures never pass the prefilter).
+        self._searches: dict[int, tuple[Callable[[str], object], ...] | None] = {}
 
     def _for_shape(self, shape: bytes) -> tuple[Check, ...]:
         """Signatures that may match a line of this blurred shape, with what the plain shape must hold."""
@@ -179,14 +191,17 @@ class ReEngine:
         return tuple((pats, tuple(idxs)) for pats, idxs in groups.items() if idxs)
 
     def scan(self, block: bytes, limits: Limits | None = None) -> list[Candidate]:
-        # Limits are not needed here: a flood of one line shape is answered from the shape memo.
-        return self._lines(block, 0, len(block), None)
+        # A signature the caller can use no more lines of (a flood past its cap) is left out:
+        # its lines are neither listed nor, on lines not seen before, confirmed.
+        done = frozenset(i for i, (head, tail) in limits.items() if head <= 0 and tail <= 0) if limits else None
+        return self._lines(block, 0, len(block), None, done or None)
 
     def progress_candidates(self, block: bytes, start: int, end: int, sig: int) -> list[Candidate]:
         return self._lines(block, start, end, sig)
 
-    def _lines(self, block: bytes, start: int, end: int, only: int | None) -> list[Candidate]:
-        """Candidates of the whole lines in ``block[start:end]`` (of signature ``only``).
+    def _lines(self, block: bytes, start: int, end: int, only: int | None,
+               done: frozenset[int] | None = None) -> list[Candidate]:
+        """Candidates of the whole lines in ``block[start:end]`` (of signature ``only``; none of ``done``).
 
         Per line there is only a dictionary lookup, done for all lines at once; Python looks
         at a line itself only when its shape is new or it may match something.
@@ -216,7 +231,7 @@ class ReEngine:
                     key = b"\r".join(dict.fromkeys(line.split(b"\r")))
                     got = get(key)
                 if got is None:
-                    got = self._answer(key, settle=key is line)
+                    got = self._answer(key, settle=key is line, unsettled=done)
                     if len(key) <= _CACHE_LINE * (1 if key is line else 8):
                         if len(answers) >= _CACHE_ENTRIES:
                             answers.clear()
@@ -234,6 +249,15 @@ class ReEngine:
             self.markers = set(unkept)
             for line in self._marked.keys() & lines if self._marked else ():
                 self.markers.update(self._marked[line])
+        if done:
+            # Equal answers are filtered once: a flood's lines share a handful of them.
+            left: dict[Answer, Answer] = {}
+            for i in compress(count(), answered):
+                hit = answered[i]
+                kept = left.get(hit)
+                if kept is None:
+                    kept = left[hit] = tuple(h for h in hit if h[0] not in done)
+                answered[i] = kept
         ends = list(accumulate(map(len, lines)))
         out: list[Candidate] = []
         for i in compress(count(), answered):
@@ -254,12 +278,14 @@ class ReEngine:
         mpi = b"]<std" in plain
         return _MARK_SETS[rank, mpi]
 
-    def _answer(self, folded: bytes, settle: bool = True) -> Answer:
+    def _answer(self, folded: bytes, settle: bool = True, unsettled: frozenset[int] | None = None) -> Answer:
         """Signatures that may match a line with these digits folded, and which the answer settles.
 
         A settled signature is in the answer only when its regex matches ``folded``, and needs
         no confirmation; ``settle`` is False when ``folded`` stands for a line it is not equal
-        to (a progress bar's repeated stretches joined once).
+        to (a progress bar's repeated stretches joined once). Signatures in ``unsettled`` (floods
+        the caller has no use for now) are left to confirm: an answer to remember is never wrong,
+        only less settled.
         """
         plain = folded.translate(_LOWER)
         shape = plain.translate(_PLAIN_TO_BLUR)
@@ -272,24 +298,40 @@ class ReEngine:
                 self._shapes[shape] = checks
         hit: list[int] = []
         for pats, idxs in checks:
-            if pats is None or any(_has_all(sets, plain) for sets in pats):
+            if pats is None:
                 hit.extend(idxs)
-        if not settle or not hit:
-            return tuple((idx, True) for idx in sorted(hit))
+                continue
+            for sets in pats:
+                if _has_all(sets, plain):
+                    hit.extend(idxs)
+                    break
+        if not hit:
+            return ()
+        if len(hit) > 1:
+            hit.sort()
+        if not settle:
+            return tuple((idx, True) for idx in hit)
         text: str | None = None
         out: list[tuple[int, bool]] = []
-        for idx in sorted(hit):
+        searches = self._searches
+        for idx in hit:
             # A signature whose patterns tell no two digits apart gives the same answer on the
             # folded line as on any line it stands for, so the answer settles it (a line that
             # only passed the literal prefilter, like Megatron's "lm loss" lines for the NaN
             # signature, costs nothing more however often it repeats).
-            if not self.signatures[idx].folds_all_digits:
+            found = searches.get(idx, ())
+            if found == ():
+                sig = self.signatures[idx]
+                found = searches[idx] = tuple(rx.search for rx in sig.compiled) if sig.folds_all_digits else None
+            if found is None or (unsettled is not None and idx in unsettled):
                 out.append((idx, True))
                 continue
             if text is None:
                 text = folded.decode("utf-8", "replace")
-            if self.signatures[idx].matches(text):
-                out.append((idx, False))
+            for search in found:
+                if search(text):
+                    out.append((idx, False))
+                    break
         return tuple(out)
 
 
