@@ -112,3 +112,37 @@ def test_key_piece_matches_every_line_its_pattern_matches(atoms: list[str], plus
     for line in text.split("\n"):
         if re.search(pattern, line):
             assert re.search(piece, line), (pattern, piece, line)
+
+
+@pytest.mark.parametrize(("pattern", "case_insensitive", "exact"), [
+    (r"\| lm loss: (?:nan|inf)\b", False, True),
+    (r"Xid \(PCI:", False, True),
+    (r"(?i:checkpoint saved to )", False, False),
+    (r"foo (?:a|(?:x(?i:b)))", False, False),
+    (r"(?i)abc", False, False),
+    (r"abc", True, False),
+    (r"(?:INFO|WARNING) \d\d-\d\d", False, True),
+])
+def test_is_case_exact(pattern: str, case_insensitive: bool, exact: bool) -> None:
+    from denpex.catalog.regex_subset import is_case_exact
+
+    assert is_case_exact(pattern, case_insensitive) is exact
+
+
+_CASE_ATOMS = ["Inf", "inf", "(?:nan|Inf)", "INFO", r"\d", "[Ee]rr", "(?i:er)", " ", "x?", "(?:ab|AB)c"]
+
+
+@given(st.lists(st.sampled_from(_CASE_ATOMS), min_size=1, max_size=4), st.text(alphabet="InfoNAaBbcEeRr0 x", max_size=30))
+def test_literals_kept_in_case_occur_in_every_match(atoms: list[str], text: str) -> None:
+    # The stdlib prefilter tests a case-exact pattern's literals on the line with its case kept:
+    # a line the pattern matches must hold one literal of every set, as written.
+    import re
+
+    from denpex.catalog.regex_subset import is_case_exact, required_literal_sets
+
+    pattern = "".join(atoms)
+    if not is_case_exact(pattern, False):
+        return
+    if re.search(pattern, text, re.ASCII):
+        for opt in required_literal_sets(pattern, keep_case=True):
+            assert any(lit in text for lit in opt), (pattern, text, opt)

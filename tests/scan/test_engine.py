@@ -77,3 +77,20 @@ def test_long_progress_bar_lines_give_the_lines_a_full_check_gives(catalog: Cata
         line = "\r".join(redraws)
         chunk = f"{line}\nplain line\n{line}"
         assert hits(engine, chunk) == naive(catalog, chunk)
+
+
+def test_a_case_exact_pattern_is_not_a_candidate_on_a_line_holding_its_literals_in_another_case() -> None:
+    # Megatron's NaN pattern needs "nan" or "inf" as written: every "INFO" line held "inf"
+    # lower-cased, so each iteration line went to the regex.
+    from dataclasses import replace
+
+    from denpex.catalog.loader import load_catalog
+
+    base = next(s for s in load_catalog().signatures if s.id == "torch.megatron_nan_iteration")
+    sig = replace(base, patterns=(r"\| lm loss: (?:nan|inf)\b",))
+    engine = ReEngine([sig])
+    quiet = b"[INFO] iteration 5 | lm loss: 6.07E+00 |\n"
+    loud = b"[INFO] iteration 6 | lm loss: nan |\n"
+    assert engine.scan(quiet) == []
+    assert [c[2] for c in engine.scan(loud)] == [0]
+    assert all_hits(engine, quiet + loud) == [(len(quiet), len(quiet) + len(loud) - 1, 0)]

@@ -87,14 +87,48 @@ def _score(cands: frozenset[str]) -> tuple[int, int]:
     return (min(_weight(c) for c in cands), -len(cands))
 
 
-def required_literal_sets(pattern: str) -> list[frozenset[str]]:
+def required_literal_sets(pattern: str, keep_case: bool = False) -> list[frozenset[str]]:
     """Every literal choice a match must make: one string of each set occurs in every match.
 
     ``required_literals`` is the most selective of these; checking the others too on the few
     lines that pass it spares most of the regex runs a prefilter would otherwise leave.
+    The literals are lower-cased unless ``keep_case``, which only a pattern matched case
+    sensitively throughout may ask for (see ``is_case_exact``).
     """
     options = _options(list(sre_parse.parse(pattern)))
+    if keep_case:
+        return [frozenset(opt) for opt in options]
     return [frozenset(_ascii_lower(s) for s in opt) for opt in options]
+
+
+def is_case_exact(pattern: str, case_insensitive: bool) -> bool:
+    """Whether every literal of ``pattern`` must occur in a match with its case as written."""
+    if case_insensitive:
+        return False
+    try:
+        parsed = sre_parse.parse(pattern)
+    except re.error:
+        return False
+    if parsed.state.flags & sre_c.SRE_FLAG_IGNORECASE:
+        return False
+    return not _has_caseless_group(list(parsed))
+
+
+def _has_caseless_group(seq: list[tuple[Any, Any]]) -> bool:
+    """Whether a group of ``seq`` (at any depth) turns case-insensitive matching on: ``(?i:...)``."""
+    for op, av in seq:
+        if op is sre_c.SUBPATTERN:
+            if av[1] & sre_c.SRE_FLAG_IGNORECASE or _has_caseless_group(list(av[3])):
+                return True
+        elif op is sre_c.BRANCH:
+            if any(_has_caseless_group(list(b)) for b in av[1]):
+                return True
+        elif op in _REPEATS:
+            if _has_caseless_group(list(av[2])):
+                return True
+        elif op is sre_c.ATOMIC_GROUP and _has_caseless_group(list(av)):
+            return True
+    return False
 
 
 def _ascii_lower(s: str) -> str:

@@ -18,7 +18,7 @@ from itertools import accumulate, compress, count
 from typing import Protocol, cast
 
 from denpex.catalog.model import Signature
-from denpex.catalog.regex_subset import required_literal_sets
+from denpex.catalog.regex_subset import is_case_exact, required_literal_sets
 
 Candidate = tuple[int, int, int, bool]
 Limits = dict[int, tuple[int, int]]  # signature -> (first lines wanted, last lines wanted)
@@ -79,10 +79,11 @@ _LOWER = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuv
 Answer = tuple[tuple[int, bool], ...]  # (signature, whether the scanner must still confirm the hit)
 
 LiteralSets = tuple[tuple[bytes, ...], ...]  # one literal of each set must occur
+LiteralTest = tuple[bool, LiteralSets]  # (on the line with its case kept, else on the plain shape; the sets)
 # Per passing pattern, the plain-shape literal sets a line must hold (None: nothing to check),
 # and the signatures that then are candidates. Signatures sharing the same test share a check:
 # a hundred CUDA codes all need "cuda" and "error" in the line, tested once.
-Check = tuple[tuple[LiteralSets, ...] | None, tuple[int, ...]]
+Check = tuple[tuple[LiteralTest, ...] | None, tuple[int, ...]]
 
 
 def _information(shaped: bytes) -> int:
@@ -121,8 +122,11 @@ class ReEngine:
         # (blurred key literal, other blurred sets, signature, pattern number)
         entries: list[tuple[bytes, LiteralSets, int, int]] = []
         self._cr_safe = True
-        # Per pattern: the plain form of its literal sets, or None when the blur loses nothing of them
-        self._plain: dict[tuple[int, int], LiteralSets | None] = {}
+        # Per pattern: the literal sets a line must hold past the blurred shape's test, or None
+        # when the blur loses nothing of them. A pattern matched case-sensitively throughout is
+        # tested on the line with its case kept (Megatron's "| lm loss: ... nan|inf" then stops
+        # passing on every "INFO" line); others on the plain, lower-cased shape.
+        self._plain: dict[tuple[int, int], LiteralTest | None] = {}
         for idx, sig in enumerate(self.signatures):
             mine: list[tuple[bytes, LiteralSets, int, int]] = []
             for no, pat in enumerate(sig.patterns):
@@ -136,8 +140,14 @@ class ReEngine:
                 # The key is the set whose literals keep the most letters the blur does not lose.
                 best = max(pairs, key=lambda st: (min(_information(b) for b, _ in st), -len(st)))
                 others = tuple(tuple(b for b, _ in st) for st in pairs if st is not best)
-                lossless = all(b == p for st in pairs for b, p in st)
-                self._plain[(idx, no)] = None if lossless else tuple(tuple(p for _, p in st) for st in pairs)
+                if is_case_exact(pat, sig.case_insensitive):
+                    exact = tuple(tuple(sorted(lit.encode("utf-8").translate(FOLD) for lit in opt))
+                                  for opt in required_literal_sets(pat, keep_case=True))
+                    self._plain[(idx, no)] = (True, exact)
+                else:
+                    lossless = all(b == p for st in pairs for b, p in st)
+                    plain_sets = tuple(tuple(p for _, p in st) for st in pairs)
+                    self._plain[(idx, no)] = None if lossless else (False, plain_sets)
                 mine.extend((b, others, idx, no) for b, _ in best)
             else:
                 entries.extend(mine)
@@ -183,7 +193,7 @@ class ReEngine:
         for lit, others, idx, no in candidates:
             if lit in shape and _has_all(others, shape):
                 passing.setdefault(idx, set()).add(no)
-        groups: dict[tuple[LiteralSets, ...] | None, list[int]] = {None: list(self.unfiltered)}
+        groups: dict[tuple[LiteralTest, ...] | None, list[int]] = {None: list(self.unfiltered)}
         for idx in sorted(passing):
             plain = [self._plain[(idx, no)] for no in sorted(passing[idx])]
             key = None if any(p is None for p in plain) else tuple(sorted({p for p in plain if p is not None}))
@@ -301,8 +311,8 @@ class ReEngine:
             if pats is None:
                 hit.extend(idxs)
                 continue
-            for sets in pats:
-                if _has_all(sets, plain):
+            for exact, sets in pats:
+                if _has_all(sets, folded if exact else plain):
                     hit.extend(idxs)
                     break
         if not hit:
