@@ -146,3 +146,17 @@ def test_literals_kept_in_case_occur_in_every_match(atoms: list[str], text: str)
     if re.search(pattern, text, re.ASCII):
         for opt in required_literal_sets(pattern, keep_case=True):
             assert any(lit in text for lit in opt), (pattern, text, opt)
+
+
+def test_prefilter_literal_sets_agree_with_their_parts_on_every_catalog_pattern() -> None:
+    from denpex.catalog.loader import load_catalog
+    from denpex.catalog.regex_subset import is_case_exact, literal_sets_for_prefilter, required_literal_sets
+
+    for sig in load_catalog().signatures:
+        for pattern in sig.patterns:
+            lower, kept = literal_sets_for_prefilter(pattern, sig.case_insensitive)
+            assert lower == required_literal_sets(pattern)
+            exact = is_case_exact(pattern, sig.case_insensitive)
+            assert (kept is not None) is exact
+            if exact:
+                assert kept == required_literal_sets(pattern, keep_case=True)

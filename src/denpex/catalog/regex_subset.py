@@ -109,9 +109,21 @@ def is_case_exact(pattern: str, case_insensitive: bool) -> bool:
         parsed = sre_parse.parse(pattern)
     except re.error:
         return False
-    if parsed.state.flags & sre_c.SRE_FLAG_IGNORECASE:
-        return False
-    return not _has_caseless_group(list(parsed))
+    return _parsed_case_exact(parsed)
+
+
+def _parsed_case_exact(parsed: Any) -> bool:
+    return not parsed.state.flags & sre_c.SRE_FLAG_IGNORECASE and not _has_caseless_group(list(parsed))
+
+
+def literal_sets_for_prefilter(pattern: str, case_insensitive: bool) -> tuple[list[frozenset[str]],
+                                                                             list[frozenset[str]] | None]:
+    """``required_literal_sets`` lower-cased, and kept in case where ``is_case_exact``; one parse."""
+    parsed = sre_parse.parse(pattern)
+    options = _options(list(parsed))
+    lower = [frozenset(_ascii_lower(s) for s in opt) for opt in options]
+    exact = None if case_insensitive or not _parsed_case_exact(parsed) else [frozenset(opt) for opt in options]
+    return lower, exact
 
 
 def _has_caseless_group(seq: list[tuple[Any, Any]]) -> bool:

@@ -18,7 +18,7 @@ from itertools import accumulate, compress, count
 from typing import Protocol, cast
 
 from denpex.catalog.model import Signature
-from denpex.catalog.regex_subset import is_case_exact, required_literal_sets
+from denpex.catalog.regex_subset import literal_sets_for_prefilter
 
 Candidate = tuple[int, int, int, bool]
 Limits = dict[int, tuple[int, int]]  # signature -> (first lines wanted, last lines wanted)
@@ -130,7 +130,7 @@ class ReEngine:
         for idx, sig in enumerate(self.signatures):
             mine: list[tuple[bytes, LiteralSets, int, int]] = []
             for no, pat in enumerate(sig.patterns):
-                sets = required_literal_sets(pat)
+                sets, kept_case = literal_sets_for_prefilter(pat, sig.case_insensitive)
                 if any("\r" in lit for opt in sets for lit in opt):
                     self._cr_safe = False  # see _lines: progress-bar lines are then looked at whole
                 if not sets:
@@ -140,9 +140,9 @@ class ReEngine:
                 # The key is the set whose literals keep the most letters the blur does not lose.
                 best = max(pairs, key=lambda st: (min(_information(b) for b, _ in st), -len(st)))
                 others = tuple(tuple(b for b, _ in st) for st in pairs if st is not best)
-                if is_case_exact(pat, sig.case_insensitive):
+                if kept_case is not None:
                     exact = tuple(tuple(sorted(lit.encode("utf-8").translate(FOLD) for lit in opt))
-                                  for opt in required_literal_sets(pat, keep_case=True))
+                                  for opt in kept_case)
                     self._plain[(idx, no)] = (True, exact)
                 else:
                     lossless = all(b == p for st in pairs for b, p in st)
