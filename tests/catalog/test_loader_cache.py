@@ -28,6 +28,30 @@ def test_cached_catalog_equals_a_fresh_one(private_cache: Path) -> None:
     assert sig.matches("NVRM: Xid (PCI:0000:3b:00): 79, pid=1, GPU has fallen off the bus.")
 
 
+def test_cached_digit_shapes_are_the_ones_the_patterns_give(private_cache: Path) -> None:
+    # The cache carries each signature's digit shape so a scan need not parse its patterns again.
+    from denpex.catalog.regex_subset import digit_shape
+
+    load_catalog()
+    cached = load_catalog()
+    assert all("digit_shape" in sig.__dict__ for sig in cached.signatures)
+    assert all(sig.digit_shape == digit_shape(sig.patterns) for sig in cached.signatures)
+
+
+def test_a_cached_digit_shape_that_is_not_ten_digits_rebuilds_the_cache(private_cache: Path) -> None:
+    import json
+
+    load_catalog()
+    for f in private_cache.glob("catalog-*.json"):
+        doc = json.loads(f.read_text())
+        doc["signatures"][0]["digit_map"] = "01"
+        f.write_text(json.dumps(doc))
+    first = load_catalog().signatures[0]
+    from denpex.catalog.regex_subset import digit_shape
+
+    assert first.digit_shape == digit_shape(first.patterns)
+
+
 def test_damaged_cache_is_rebuilt(private_cache: Path) -> None:
     load_catalog()
     for f in private_cache.glob("catalog-*.json"):

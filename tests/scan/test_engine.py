@@ -94,3 +94,21 @@ def test_a_case_exact_pattern_is_not_a_candidate_on_a_line_holding_its_literals_
     assert engine.scan(quiet) == []
     assert [c[2] for c in engine.scan(loud)] == [0]
     assert all_hits(engine, quiet + loud) == [(len(quiet), len(quiet) + len(loud) - 1, 0)]
+
+
+def test_a_literal_whose_pieces_every_time_stamp_holds_is_keyed_by_its_whole_word() -> None:
+    # Xid's ") detected on " blurs to ") 00t00t00 on ": each of its pieces is in every ISO
+    # time stamp, so 169 Xid patterns came up for checking on every new line shape.
+    from dataclasses import replace
+
+    from denpex.catalog.loader import load_catalog
+    from denpex.scan import engine as eng
+
+    base = load_catalog().by_id["xid.10"]
+    sig = replace(base, patterns=(r"\bXID 10\([^)]*\) detected on ",))
+    engine = ReEngine([sig])
+    assert eng._WHOLE + b"00t00t00" in engine._grams
+    stamped = b"2024-06-20T20:22:19.539Z 1: NCCL INFO comm 0x7f rank 0\n"
+    hit = b"2024-06-20T20:22:19.539Z kernel: XID 10(GPU 3) detected on gpu-a01\n"
+    assert engine.scan(stamped) == []
+    assert [c[2] for c in engine.scan(stamped + hit)] == [0]

@@ -105,7 +105,8 @@ def load_catalog(dirs: list[Path] | None = None, use_cache: bool = True) -> Cata
     return Catalog(signatures=sigs, sha256=sha, files=files, redirects=redirects, dirs=tuple(dirs))
 
 
-_CACHE_FORMAT = 2
+_CACHE_FORMAT = 3
+_DIGITLESS = bytes(range(256))  # a digit shape is this table with the digits' entries replaced
 
 
 def _dump_cache(sha: str, sigs: tuple[Signature, ...], redirects: dict[str, str]) -> bytes:
@@ -113,6 +114,9 @@ def _dump_cache(sha: str, sigs: tuple[Signature, ...], redirects: dict[str, str]
     for sig in sigs:
         row = {f.name: getattr(sig, f.name) for f in fields(Signature)}
         row["steps"] = [asdict(st) for st in sig.steps]
+        # Costly to derive (a parse of every pattern, ten ways) and needed by every scan that
+        # confirms the signature: the digits it tells apart are kept with it.
+        row["digit_map"] = sig.digit_shape[48:58].decode("ascii")
         rows.append(row)
     return json.dumps({"sha256": sha, "signatures": rows, "redirects": redirects}).encode()
 
@@ -127,7 +131,12 @@ def _read_cache(path: Path, sha: str) -> tuple[tuple[Signature, ...], dict[str, 
             row["steps"] = tuple(Step(**st) for st in row["steps"])
             for key in _TUPLE_FIELDS:
                 row[key] = tuple(row[key])
-            sigs.append(Signature(**row))
+            digit_map = row.pop("digit_map").encode("ascii")
+            if len(digit_map) != 10 or not digit_map.isdigit():
+                return None
+            sig = Signature(**row)
+            sig.__dict__["digit_shape"] = _DIGITLESS[:48] + digit_map + _DIGITLESS[58:]
+            sigs.append(sig)
         return tuple(sigs), {str(k): str(v) for k, v in doc["redirects"].items()}
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None  # unreadable or from another layout: validate afresh

@@ -66,8 +66,8 @@ BLUR = _table(blur_hex=True)
 PLAIN = _table(blur_hex=False)
 _CACHE_LINE = 1024  # longer lines are rarely repeated; not worth remembering
 _CACHE_ENTRIES = 100_000
-# Launcher prefixes a line may carry (looked for in the lower-cased plain shape, so a few more
-# lines than hold them exactly: the marks only tell the scanner where to look for ranks).
+# Launcher prefixes a line may carry (looked for as Hyperscan's markers are, case kept: the
+# marks only tell the scanner where to look for ranks).
 _MARK_SETS = {(False, False): frozenset(), (True, False): frozenset({"rank"}), (False, True): frozenset({"mpi"}),
               (True, True): frozenset({"rank", "mpi"})}
 # The blurred shape from the plain one: the hex letters the plain shape keeps become '0' too.
@@ -84,6 +84,9 @@ LiteralTest = tuple[bool, LiteralSets]  # (on the line with its case kept, else 
 # and the signatures that then are candidates. Signatures sharing the same test share a check:
 # a hundred CUDA codes all need "cuda" and "error" in the line, tested once.
 Check = tuple[tuple[LiteralTest, ...] | None, tuple[int, ...]]
+
+
+_WHOLE = b"\x00"  # an index key that stands for a whole word of the shape, not a piece of one
 
 
 def _information(shaped: bytes) -> int:
@@ -163,6 +166,13 @@ class ReEngine:
             # A piece with blurred characters ('0': digits, hex letters) turns up in most lines
             # (time stamps, ids): it would bring its patterns up for checking on nearly every shape.
             gram = min(grams, key=lambda g: (g.count(b"0"), len(self._by_gram.get(g, ())), g))
+            if b"0" in gram:
+                # Then a word the literal holds whole (spaces on both sides) is the better key: a
+                # line can hold it only as a word of its own (Xid's ") detected on ": every time
+                # stamp holds the pieces of "00t00t00", no time stamp is that word).
+                inner = [w for w in entry[0].split(b" ")[1:-1] if w.split() == [w]]
+                if inner and max(map(len, inner)) > 3:
+                    gram = _WHOLE + max(inner, key=lambda w: (len(w) - w.count(b"0"), len(w), w))
             self._by_gram.setdefault(gram, []).append(entry)
         self._grams = frozenset(self._by_gram)
         self._shapes: dict[bytes, tuple[Check, ...]] = {}
@@ -183,6 +193,8 @@ class ReEngine:
             got = words.get(word)
             if got is None:
                 got = frozenset(word[i:i + 3] for i in range(len(word) - 2)) & self._grams
+                if _WHOLE + word in self._grams:
+                    got |= {_WHOLE + word}
                 if len(words) >= _CACHE_ENTRIES:
                     words.clear()
                 words[word] = got
@@ -282,10 +294,9 @@ class ReEngine:
 
     @staticmethod
     def _marked_line(line: bytes) -> frozenset[str]:
-        """Launcher prefixes the line may carry ("rank", "mpi")."""
-        plain = line.translate(_LOWER)
-        rank = b"[rank" in plain or b"[default" in plain
-        mpi = b"]<std" in plain
+        """Launcher prefixes the line may carry ("rank", "mpi"), as written: the tokens are lower-case."""
+        rank = b"[rank" in line or b"[default" in line
+        mpi = b"]<std" in line
         return _MARK_SETS[rank, mpi]
 
     def _answer(self, folded: bytes, settle: bool = True, unsettled: frozenset[int] | None = None) -> Answer:
