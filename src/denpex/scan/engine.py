@@ -259,9 +259,8 @@ class ReEngine:
                             answers.clear()
                             self._marked.clear()
                         answers[key] = got
-                        marks = self._marked_line(key)
-                        if marks:
-                            self._marked[key] = marks
+                        if b"[rank" in key or b"[default" in key or b"]<std" in key:
+                            self._marked[key] = self._marked_line(key)
                 if key is not line or len(line) > _CACHE_LINE:
                     unkept.update(self._marked.get(key) or self._marked_line(key))
             found[at] = got
@@ -282,14 +281,17 @@ class ReEngine:
                 answered[i] = kept
         ends = list(accumulate(map(len, lines)))
         out: list[Candidate] = []
+        append = out.append
         for i in compress(count(), answered):
             le = ends[i] + i + start
             ls = le - len(lines[i])
             hit = answered[i]
-            if only is None:
-                out.extend([(ls, le, idx, need) for idx, need in hit])
-            else:
+            if only is not None:
                 out.extend([(ls, le, idx, need) for idx, need in hit if idx == only])
+            elif len(hit) == 1:  # most lines: no list built for one candidate
+                append((ls, le, *hit[0]))
+            else:
+                out.extend([(ls, le, idx, need) for idx, need in hit])
         return out
 
     @staticmethod
