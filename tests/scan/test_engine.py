@@ -112,3 +112,37 @@ def test_a_literal_whose_pieces_every_time_stamp_holds_is_keyed_by_its_whole_wor
     hit = b"2024-06-20T20:22:19.539Z kernel: XID 10(GPU 3) detected on gpu-a01\n"
     assert engine.scan(stamped) == []
     assert [c[2] for c in engine.scan(stamped + hit)] == [0]
+
+
+_WORDS = ["detected", "deface", "cafe", "on", "Error", "error", "INFO", "inf", "0xbeef", "12", "a1b2", ")"]
+_SEPS = [" ", "  ", "\t", "\r", ":", "", "-"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(_WORDS), min_size=1, max_size=4), st.booleans(), st.booleans(),
+       st.lists(st.tuples(st.sampled_from(_WORDS), st.sampled_from(_SEPS)), max_size=10), st.integers(0, 3))
+def test_engine_equals_the_regex_on_patterns_of_words_and_lines_of_the_same_words(
+        words: list[str], caseless: bool, inline: bool, parts: list[tuple[str, str]], where: int) -> None:
+    # Whole-word index keys, case-kept literal tests and blurred pieces all rest on how a
+    # literal's words sit in a line: separators other than a space, case, hex letters, digits.
+    import re
+    from dataclasses import replace
+
+    from denpex.catalog.loader import load_catalog
+
+    body = " ".join(re.escape(w) for w in words)
+    pattern = f"(?i:{body})" if inline else f" {body} "
+    sig = replace(load_catalog().by_id["xid.10"], patterns=(pattern,), case_insensitive=caseless)
+    engine = ReEngine([sig])
+    line = "".join(w + s for w, s in parts)
+    pieces = [line, " ".join(words).upper(), f"x {' '.join(words)} y", f"x\t{' '.join(words)} y"]
+    lines = pieces[where:] + pieces[:where]
+    chunk = "\n".join(lines) + "\n"
+    want = set()
+    pos = 0
+    for text in lines:
+        end = pos + len(text.encode("utf-8"))
+        if sig.matches(text):
+            want.add((pos, end, 0))
+        pos = end + 1
+    assert set(all_hits(engine, chunk.encode("utf-8"))) == want
