@@ -108,30 +108,32 @@ def test_patterns_hyperscan_rejects_fall_back_to_the_stdlib_engine(tmp_path: Pat
     assert [h[2] for h in hits(eng, "hugerepeat:aaab")] == [idx]
 
 
-def test_dot_matches_one_non_ascii_character_in_both_engines(tmp_path: Path) -> None:
+def _site_hits_in_both_engines(tmp_path: Path, sig_id: str, pattern: str, about: str,
+                               chunk: str) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]]]:
+    """The Hyperscan and stdlib hits of a one-signature site catalog on ``chunk``."""
     from denpex.catalog.loader import load_catalog
 
-    site = site_catalog(tmp_path, "site.dot", "weird marker a.b end",
-                        "A test signature whose dot must match one character, whatever its UTF-8 length.")
-    cat = load_catalog([site])
-    chunk = "weird marker aéb end\nweird marker a€b end\nweird marker ab end"
-    hs = hs_engine.HyperscanEngine(cat.signatures, cache=False)
-    assert hits(hs, chunk) == hits(ReEngine(cat.signatures), chunk)
-    assert len(hits(hs, chunk)) == 2
+    cat = load_catalog([site_catalog(tmp_path, sig_id, pattern, about)])
+    return hits(hs_engine.HyperscanEngine(cat.signatures, cache=False), chunk), hits(ReEngine(cat.signatures), chunk)
+
+
+def test_dot_matches_one_non_ascii_character_in_both_engines(tmp_path: Path) -> None:
+    hs, stdlib = _site_hits_in_both_engines(
+        tmp_path, "site.dot", "weird marker a.b end",
+        "A test signature whose dot must match one character, whatever its UTF-8 length.",
+        "weird marker aéb end\nweird marker a€b end\nweird marker ab end")
+    assert hs == stdlib
+    assert len(hs) == 2
 
 
 def test_a_wide_class_the_line_rewrite_cannot_carry_still_takes_a_multibyte_character(tmp_path: Path) -> None:
     # Regression: the widening of such patterns once sat under the gap-cutting branch, so a
     # class with \S took one byte of "é" and the line was missed.
-    from denpex.catalog.loader import load_catalog
-
-    site = site_catalog(tmp_path, "site.class", r"mark [\S,]x end",
-                        "A test signature whose class holds a negated category.")
-    cat = load_catalog([site])
-    chunk = "mark éx end\nmark ,x end\nmark  x end"
-    hs = hs_engine.HyperscanEngine(cat.signatures, cache=False)
-    assert hits(hs, chunk) == hits(ReEngine(cat.signatures), chunk)
-    assert len(hits(hs, chunk)) == 2
+    hs, stdlib = _site_hits_in_both_engines(tmp_path, "site.class", r"mark [\S,]x end",
+                                            "A test signature whose class holds a negated category.",
+                                            "mark éx end\nmark ,x end\nmark  x end")
+    assert hs == stdlib
+    assert len(hs) == 2
 
 
 def test_cached_databases_of_different_catalogs_never_collide(tmp_path: Path,

@@ -259,8 +259,9 @@ class ReEngine:
                             answers.clear()
                             self._marked.clear()
                         answers[key] = got
-                        if b"[rank" in key or b"[default" in key or b"]<std" in key:
-                            self._marked[key] = self._marked_line(key)
+                        marks = self._marked_line(key)
+                        if marks:
+                            self._marked[key] = marks
                 if key is not line or len(line) > _CACHE_LINE:
                     unkept.update(self._marked.get(key) or self._marked_line(key))
             found[at] = got
@@ -270,22 +271,22 @@ class ReEngine:
             self.markers = set(unkept)
             for line in self._marked.keys() & lines if self._marked else ():
                 self.markers.update(self._marked[line])
-        if done:
-            # Equal answers are filtered once: a flood's lines share a handful of them.
-            left: dict[Answer, Answer] = {}
-            for i in compress(count(), answered):
-                hit = answered[i]
-                kept = left.get(hit)
-                if kept is None:
-                    kept = left[hit] = tuple(h for h in hit if h[0] not in done)
-                answered[i] = kept
         ends = list(accumulate(map(len, lines)))
         out: list[Candidate] = []
         append = out.append
+        # Equal answers are filtered once: a flood's lines share a handful of them.
+        left: dict[Answer, Answer] = {}
         for i in compress(count(), answered):
+            hit = answered[i]
+            if done:
+                kept = left.get(hit)
+                if kept is None:
+                    kept = left[hit] = tuple(h for h in hit if h[0] not in done)
+                if not kept:
+                    continue
+                hit = kept
             le = ends[i] + i + start
             ls = le - len(lines[i])
-            hit = answered[i]
             if only is not None:
                 out.extend([(ls, le, idx, need) for idx, need in hit if idx == only])
             elif len(hit) == 1:  # most lines: no list built for one candidate
