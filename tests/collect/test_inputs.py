@@ -104,3 +104,29 @@ def test_crlf_detection_past_many_lone_carriage_returns() -> None:
     body = b"bar\rbar\n" * 1000 + b"end\r\n"
     assert inputs._has_crlf(body)
     assert not inputs._has_crlf(b"bar\rbar\n" * 1000)
+
+
+def test_standard_input_from_a_file_starts_where_the_shell_left_it(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    # `(read skip; denpex diagnose -) < job.log`: the shell has consumed the first line, and a
+    # seekable stdin goes back to where it was after the sniff, not to the file's start.
+    log = tmp_path / "job.log"
+    log.write_bytes(b"skip me\nNCCL WARN Cuda failure 'out of memory'\n")
+    with log.open("rb") as fh:
+        fh.seek(len(b"skip me\n"))
+        monkeypatch.setattr(inputs.sys, "stdin", type("Stdin", (), {"buffer": fh})())
+        [src] = expand_paths(["-"])[0]
+        data = b"".join(b.data for b in read_blocks(src))
+    assert data == b"NCCL WARN Cuda failure 'out of memory'\n"
+
+
+def test_a_pipe_is_sniffed_without_losing_its_first_bytes() -> None:
+    import os
+
+    r, w = os.pipe()
+    os.write(w, b"\x1f\x8bnot really gzip\n")
+    os.close(w)
+    with open(r, "rb") as fh:
+        head, stream = inputs._peek(fh, 8)
+        assert head == b"\x1f\x8bnot re"
+        assert stream.read() == b"\x1f\x8bnot really gzip\n"

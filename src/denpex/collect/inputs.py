@@ -92,7 +92,19 @@ def _open_raw(src: Source) -> BinaryIO:
 
 
 def _peek(fh: BinaryIO, n: int) -> tuple[bytes, BinaryIO]:
+    """The first ``n`` bytes, and a stream that still yields them.
+
+    A file goes back to where it was, so every block is one read from the kernel; a pipe gets
+    the bytes replayed (which costs a copy of its first block).
+    """
+    start = None
+    with contextlib.suppress(OSError, ValueError):
+        start = fh.tell() if fh.seekable() else None
     head = fh.read(n)
+    if start is not None:
+        with contextlib.suppress(OSError, ValueError):
+            fh.seek(start)
+            return head, fh
     return head, _Prepend(head, fh)  # type: ignore[return-value]
 
 
