@@ -21,7 +21,7 @@ def naive(catalog: Catalog, chunk: str) -> set[tuple[int, int, int]]:
     for line in chunk.split("\n"):
         end = pos + len(line.encode("utf-8"))
         for idx, sig in enumerate(catalog.signatures):
-            if sig.matches(line):
+            if not sig.end_of_source and sig.matches(line):  # those are tested where a source ends
                 out.add((pos, end, idx))
         pos = end + 1
     return out

@@ -89,6 +89,8 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "export":
         skipped = 0
         for s in catalog.signatures:
+            if s.end_of_source:
+                continue  # not a line to look for anywhere: a place where a source ends
             for pat in s.patterns:
                 if args.format == "rg":
                     print(f"(?i:{pat})" if s.case_insensitive else pat)

@@ -63,16 +63,41 @@ def build_findings(events: list[Event], sigs: dict[str, Signature]) -> list[Find
     # tracker) is no failure, whatever generic signature it also matches.
     harmless = {(ev.source_index, ev.line_no) for ev in events
                 if (s := sigs.get(ev.signature_id or "")) is not None and s.category == HARMLESS}
+    harmless |= _cleared_below(events, sigs)
     out = []
     for ev in events:
         sig = sigs.get(ev.signature_id or "")
         if sig is None:
             continue
-        if sig.is_failure and (_TRACEBACK_CODE.search(ev.text) or (ev.source_index, ev.line_no) in harmless):
+        # A cut traceback's line is a frame's code on purpose: the output ended there.
+        quoted_code = not sig.end_of_source and _TRACEBACK_CODE.search(ev.text)
+        if sig.is_failure and (quoted_code or (ev.source_index, ev.line_no) in harmless):
             continue
         out.append(Finding(ev, sig, sig.priority, rank=rank_of(ev)))
     _inherit_record_ranks(out)
     _ranks_from_process_map(out)
+    return out
+
+
+CLEARS_NEXT_LINES = 20  # how far below an announcing harmless line the traceback it announces may end
+
+
+def _cleared_below(events: list[Event], sigs: dict[str, Signature]) -> set[tuple[int, int]]:
+    """(source, line) of the first failure below each harmless line that announces a survivable traceback."""
+    by_source: dict[int, list[tuple[int, Signature]]] = {}
+    for ev in events:
+        sig = sigs.get(ev.signature_id or "")
+        if sig is not None and (sig.clears_next_failure or sig.is_failure):
+            by_source.setdefault(ev.source_index, []).append((ev.line_no, sig))
+    out: set[tuple[int, int]] = set()
+    for source, found in by_source.items():
+        found.sort(key=lambda item: item[0])
+        for i, (line, sig) in enumerate(found):
+            if not sig.clears_next_failure:
+                continue
+            below = next(((ln, s) for ln, s in found[i + 1:] if ln > line and s.is_failure), None)
+            if below is not None and below[0] - line <= CLEARS_NEXT_LINES:
+                out.add((source, below[0]))
     return out
 
 

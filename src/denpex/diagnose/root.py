@@ -48,6 +48,10 @@ def choose_root(failures: list[Finding]) -> RootChoice:
         # The most telling cascade or symptom line (priority), then the earliest of those.
         best = max(f.priority for f in failures)
         pick = _earliest([f for f in failures if f.priority == best])
+        detail = _detail_of(pick, failures)
+        if detail is not None:
+            return RootChoice(detail, "the line below spells out the error the failure line announces",
+                              [("detail_follows", [pick, detail])])
         return RootChoice(pick, "only cascade or symptom lines: the most telling, earliest one stands in")
     first = _earliest(roots)
     t0 = absolute_time(first.event)

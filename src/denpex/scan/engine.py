@@ -131,6 +131,8 @@ class ReEngine:
         # passing on every "INFO" line); others on the plain, lower-cased shape.
         self._plain: dict[tuple[int, int], LiteralTest | None] = {}
         for idx, sig in enumerate(self.signatures):
+            if sig.end_of_source:
+                continue  # the scanner tests these on a source's last lines only
             mine: list[tuple[bytes, LiteralSets, int, int]] = []
             for no, pat in enumerate(sig.patterns):
                 sets, kept_case = literal_sets_for_prefilter(pat, sig.case_insensitive)

@@ -33,6 +33,7 @@ from denpex.collect.timestamps import YEAR_UNKNOWN, Stamp, parse_stamp
 from denpex.evidence import Event
 from denpex.scan.engine import Candidate, Engine, Limits, default_engine
 from denpex.scan.progress import Progress
+from denpex.scan.source_end import cut_traceback_line
 
 # Launcher prefixes at the start of a line. Each is searched as "newline + prefix" (re finds
 # the newlines fast, where a multi-line "^" makes it try every byte) plus the block's first line.
@@ -181,6 +182,7 @@ class Scanner:
         sigs = catalog.signatures
         self._limitable = [(i, s.id) for i, s in enumerate(sigs) if s.role == "context" and s.category != "progress"]
         self._listed = [(i, sigs[i].id) for i in sorted(self.engine.listed_progress)]
+        self._at_end = [i for i, s in enumerate(sigs) if s.end_of_source]
 
     def _limits(self, res: PartResult) -> Limits:
         """Lines of each flood-prone signature this block can still use (see ``Engine.scan``).
@@ -220,6 +222,7 @@ class Scanner:
         """Scan the whole source, or the stretch ``part`` whose kind the first block told (``head``)."""
         res: PartResult | None = None if head is None else PartResult(src, *head)
         seen: set[ContextKey] = set()
+        last = b""
         for block in read_blocks(src, part):
             if res is None:
                 res = PartResult(src, *classify(src.display, block.data))
@@ -227,7 +230,28 @@ class Scanner:
                 self.progress.add_bytes(len(block.data))
             res.lines += self._match(block.data, res, seen)
             self._ranks(block.data, res, self.engine.markers)
-        return res if res is not None else PartResult(src, detect_kind(src.display, ""), False)
+            last = block.data
+        if res is None:
+            return PartResult(src, detect_kind(src.display, ""), False)
+        if last and (part is None or part[1] is None):  # this part ends where the source does
+            self._source_end(last, res)
+        return res
+
+    def _source_end(self, data: bytes, res: PartResult) -> None:
+        """Events of the signatures that count only where a source ends (see ``source_end``)."""
+        sigs = self.catalog.signatures
+        for idx in self._at_end:
+            sig = sigs[idx]
+            ls = cut_traceback_line(data, sig.compiled)
+            if ls is None:
+                continue
+            le = data.find(b"\n", ls)
+            line = data[ls:le if le >= 0 else len(data)].decode("utf-8", "replace")
+            n = res.hits.get(sig.id, 0)
+            res.hits[sig.id] = n + 1
+            line_no = res.lines - data.count(b"\n", ls) + 1
+            ev = self._event(sig, sig.extract_fields(line), line, line_no, ls, res, _StampMemo(data))
+            res.events.append((n + 1, None, ev))
 
     def _ranks(self, data: bytes, res: PartResult, markers: set[str]) -> None:
         """Ranks named by launcher prefixes; ``markers`` (from the engine's pass) says which to look for."""
