@@ -68,3 +68,19 @@ def test_bad_alloc_is_host_memory(catalog: Catalog, tmp_path: Path) -> None:
     doc = diagnose_files(catalog, tmp_path, {"jupyter-server.log": text})
     assert doc["owner"] == "capacity"
     assert doc["root_cause"]["evidence"][0]["text"].startswith("terminate called")
+
+
+# PyTorch forums #187207 (tests/corpus/holdout54): FSDP all-gather timed out on both ranks.
+WATCHDOG_ABORT = """\
+[E ProcessGroupNCCL.cpp:828] [Rank 0] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=388923, OpType=_ALLGATHER_BASE, Timeout(ms)=1800000) ran for 1804615 milliseconds before timing out.
+[E ProcessGroupNCCL.cpp:828] [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=388923, OpType=_ALLGATHER_BASE, Timeout(ms)=1800000) ran for 1804360 milliseconds before timing out.
+terminate called after throwing an instance of 'std::runtime_error'
+  what():  [Rank 1] Watchdog caught collective operation timeout: WorkNCCL(SeqNum=388923, OpType=_ALLGATHER_BASE, Timeout(ms)=1800000) ran for 1804360 milliseconds before timing out.
+Fatal Python error: Aborted
+"""
+
+
+def test_the_interpreter_abort_is_not_the_root_of_what_it_echoes(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": WATCHDOG_ABORT})
+    assert doc["root_cause"]["signature_id"] != "python.fatal_error_aborted"
+    assert "Watchdog caught collective operation timeout" in doc["root_cause"]["evidence"][0]["text"]
