@@ -91,3 +91,11 @@ def test_a_traceback_followed_by_training_is_healthy(catalog: Catalog, tmp_path:
     log.write_text(MINICPM + "iteration      200/  1000 | consumed samples: 12800 | lm loss: 2.1E+00 |\n")
     diag = diagnose_paths(catalog, expand_paths([str(log)])[0])
     assert diag.root is None or diag.root.sig.id != "python.traceback_cut"
+
+
+def test_a_frozen_last_frame_points_at_the_call_above_it() -> None:
+    # NeMo Automodel PR 3686 (tests/corpus/holdout55): the cut came in os.makedirs.
+    text = ('[rank8]:   File "nemo_automodel/components/checkpoint/checkpointing.py", line 2011, in _create_dirs\n'
+            "[rank8]:     os.makedirs(directory, exist_ok=True)\n"
+            '[rank8]:   File "<frozen os>", line 225, in makedirs\n')
+    assert _line_at(text) == "[rank8]:     os.makedirs(directory, exist_ok=True)"

@@ -22,6 +22,7 @@ _END_BYTES = 64 * 1024
 _FILLER = re.compile(r"^\s*(?:[\^~\s]*|\.\.\.<\d+ lines?>\.\.\.)\s*$")
 # What an exception line starts with ("ValueError: ...", "torch.OutOfMemoryError: ..."): not a code line.
 _EXCEPTION_START = re.compile(r"^[\w.]*(?:Error|Exception|Warning|Interrupt|Exit|Fault)\b")
+_SOURCELESS = re.compile(r'File "<[^"]*>"')
 
 
 def cut_traceback_line(data: bytes, frame_patterns: Sequence[re.Pattern[str]]) -> int | None:
@@ -47,14 +48,22 @@ def cut_traceback_line(data: bytes, frame_patterns: Sequence[re.Pattern[str]]) -
     meaningful = [(ls, body) for ls, body in bodies if not _FILLER.match(body)]
     if not meaningful:
         return None
-    last_ls, last = meaningful[0]
-    if _is_frame(last, frame_patterns):
-        return last_ls
-    if len(meaningful) < 2 or not _is_frame(meaningful[1][1], frame_patterns):
-        return None
-    if not last[:1].isspace() or _EXCEPTION_START.match(last.lstrip()):
-        return None  # a code line is indented; an exception line ends the traceback
-    return last_ls
+    if _is_frame(meaningful[0][1], frame_patterns):
+        # A frame with no source to show ('File "<frozen os>"', '<string>'): the code line of
+        # the frame above it is where the job's own call was.
+        if _SOURCELESS.search(meaningful[0][1]) and len(meaningful) >= 3 and _is_code_under_frame(
+                meaningful[1][1], meaningful[2][1], frame_patterns):
+            return meaningful[1][0]
+        return meaningful[0][0]
+    if len(meaningful) >= 2 and _is_code_under_frame(meaningful[0][1], meaningful[1][1], frame_patterns):
+        return meaningful[0][0]
+    return None
+
+
+def _is_code_under_frame(line: str, above: str, frame_patterns: Sequence[re.Pattern[str]]) -> bool:
+    """Whether ``line`` is the indented code line of the frame line ``above`` (not an exception line)."""
+    return (_is_frame(above, frame_patterns) and line[:1].isspace()
+            and not _EXCEPTION_START.match(line.lstrip()) and not _is_frame(line, frame_patterns))
 
 
 def _body(line: str) -> str:
