@@ -14,7 +14,7 @@ from denpex.diagnose.run import diagnose_paths
 from denpex.scan.engine import ReEngine
 from denpex.scan.source_end import cut_traceback_line
 
-FRAME = [re.compile(r'", line \d+, in [\w<]')]
+FRAME = re.compile(r'", line \d+, in [\w<]').search
 
 # MiniCPM-V#356 (holdout5): torchrun output pasted up to the frame that raised.
 MINICPM = """\

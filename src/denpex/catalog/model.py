@@ -60,8 +60,8 @@ class Signature:
     # stops inside a traceback ('File "...", line N, in f' and its code line, no exception
     # line after them). Engines never scan for it; the scanner tests each source's last lines.
     end_of_source: bool = False
-    # A harmless line that announces a traceback the process survives ("Exception ignored in:",
-    # a library's "optional X is not available" warning logged with its traceback): the first
+    # A line that announces a traceback the process survives ("Exception ignored in:", a
+    # library's "optional X is not available" warning logged with its traceback): the first
     # failure within CLEARS_NEXT_LINES lines below it in the same source is part of it.
     clears_next_failure: bool = False
 

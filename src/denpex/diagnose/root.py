@@ -50,8 +50,7 @@ def choose_root(failures: list[Finding]) -> RootChoice:
         pick = _earliest([f for f in failures if f.priority == best])
         detail = _detail_of(pick, failures)
         if detail is not None:
-            return RootChoice(detail, "the line below spells out the error the failure line announces",
-                              [("detail_follows", [pick, detail])])
+            return RootChoice(detail, DETAIL_REASON, [("detail_follows", [pick, detail])])
         return RootChoice(pick, "only cascade or symptom lines: the most telling, earliest one stands in")
     first = _earliest(roots)
     t0 = absolute_time(first.event)
@@ -91,11 +90,12 @@ def choose_root(failures: list[Finding]) -> RootChoice:
     if pick is first:
         reason = "first failure in time"
     if detail is not None:
-        reason = "the line below spells out the error the failure line announces"
+        reason = DETAIL_REASON
     return RootChoice(pick, reason, fired, competing)
 
 
 DETAIL_LINES = 2  # how far below an announcing line its detail may be
+DETAIL_REASON = "the line below spells out the error the failure line announces"
 
 
 def _detail_of(pick: Finding, failures: list[Finding]) -> Finding | None:

@@ -242,7 +242,7 @@ class Scanner:
         sigs = self.catalog.signatures
         for idx in self._at_end:
             sig = sigs[idx]
-            ls = cut_traceback_line(data, sig.compiled)
+            ls = cut_traceback_line(data, sig.matches)
             if ls is None:
                 continue
             le = data.find(b"\n", ls)

@@ -11,9 +11,9 @@ printed and survived (a retry, a logged warning) never counts.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable
 
-from denpex.collect.lineinfo import SRUN_LABEL, strip_prefix_rank
+from denpex.collect.lineinfo import strip_prefix_rank
 
 END_LINES = 12  # lines at a source's end looked at
 _END_BYTES = 64 * 1024
@@ -25,12 +25,12 @@ _EXCEPTION_START = re.compile(r"^[\w.]*(?:Error|Exception|Warning|Interrupt|Exit
 _SOURCELESS = re.compile(r'File "<[^"]*>"')
 
 
-def cut_traceback_line(data: bytes, frame_patterns: Sequence[re.Pattern[str]]) -> int | None:
+def cut_traceback_line(data: bytes, is_frame: Callable[[str], bool]) -> int | None:
     """Offset in ``data`` (a source's last block, whole lines) of the line a cut traceback ends on.
 
-    That is the last line that is not filler, when it is a frame line (one of
-    ``frame_patterns`` finds it: 'File "x.py", line 12, in f') or the indented code line
-    right under one. None when the source ends any other way.
+    That is the last line that is not filler, when it is a frame line (``is_frame``: the
+    signature's patterns find 'File "x.py", line 12, in f') or the indented code line right
+    under one. None when the source ends any other way.
     """
     start = max(0, len(data) - _END_BYTES)
     if start:
@@ -40,41 +40,25 @@ def cut_traceback_line(data: bytes, frame_patterns: Sequence[re.Pattern[str]]) -
     lines: list[tuple[int, str]] = []
     end = len(data)
     while end > start and len(lines) < END_LINES:
-        ls = data.rfind(b"\n", start, end - 1) + 1 if end - 1 > start else start
-        ls = max(ls, start)
-        lines.append((ls, data[ls:end].decode("utf-8", "replace").rstrip("\r\n")))
+        ls = max(data.rfind(b"\n", start, end - 1) + 1, start)
+        text = data[ls:end].decode("utf-8", "replace").rstrip("\r\n")
+        lines.append((ls, strip_prefix_rank(text, srun_labels=True)[0]))  # without "[rank3]:", "3: "
         end = ls
-    bodies = [(ls, _body(text)) for ls, text in lines]  # last line first
-    meaningful = [(ls, body) for ls, body in bodies if not _FILLER.match(body)]
+    meaningful = [(ls, body) for ls, body in lines if not _FILLER.match(body)]  # last line first
     if not meaningful:
         return None
-    if _is_frame(meaningful[0][1], frame_patterns):
+
+    def code_under_frame(line: str, above: str) -> bool:
+        return (is_frame(above) and line[:1].isspace() and not _EXCEPTION_START.match(line.lstrip())
+                and not is_frame(line))
+
+    if is_frame(meaningful[0][1]):
         # A frame with no source to show ('File "<frozen os>"', '<string>'): the code line of
         # the frame above it is where the job's own call was.
-        if _SOURCELESS.search(meaningful[0][1]) and len(meaningful) >= 3 and _is_code_under_frame(
-                meaningful[1][1], meaningful[2][1], frame_patterns):
+        if (_SOURCELESS.search(meaningful[0][1]) and len(meaningful) >= 3
+                and code_under_frame(meaningful[1][1], meaningful[2][1])):
             return meaningful[1][0]
         return meaningful[0][0]
-    if len(meaningful) >= 2 and _is_code_under_frame(meaningful[0][1], meaningful[1][1], frame_patterns):
+    if len(meaningful) >= 2 and code_under_frame(meaningful[0][1], meaningful[1][1]):
         return meaningful[0][0]
     return None
-
-
-def _is_code_under_frame(line: str, above: str, frame_patterns: Sequence[re.Pattern[str]]) -> bool:
-    """Whether ``line`` is the indented code line of the frame line ``above`` (not an exception line)."""
-    return (_is_frame(above, frame_patterns) and line[:1].isspace()
-            and not _EXCEPTION_START.match(line.lstrip()) and not _is_frame(line, frame_patterns))
-
-
-def _body(line: str) -> str:
-    """The line without the launcher prefixes in front of it ("[rank3]:", "3: ")."""
-    body, _ = strip_prefix_rank(line, srun_labels=False)
-    m = SRUN_LABEL.match(body)
-    return body[m.end():] if m else body
-
-
-def _is_frame(body: str, frame_patterns: Sequence[re.Pattern[str]]) -> bool:
-    for rx in frame_patterns:  # noqa: SIM110 - a loop, the patterns are few
-        if rx.search(body):
-            return True
-    return False
