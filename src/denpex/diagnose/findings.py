@@ -70,8 +70,8 @@ def build_findings(events: list[Event], sigs: dict[str, Signature]) -> list[Find
         if sig is None:
             continue
         # A cut traceback's line is a frame's code on purpose: the output ended there.
-        quoted_code = not sig.end_of_source and _TRACEBACK_CODE.search(ev.text)
-        if sig.is_failure and (quoted_code or (ev.source_index, ev.line_no) in harmless):
+        if sig.is_failure and ((ev.source_index, ev.line_no) in harmless
+                               or (not sig.end_of_source and _TRACEBACK_CODE.search(ev.text))):
             continue
         out.append(Finding(ev, sig, sig.priority, rank=rank_of(ev)))
     _inherit_record_ranks(out)
