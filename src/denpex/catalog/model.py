@@ -64,6 +64,10 @@ class Signature:
     # library's "optional X is not available" warning logged with its traceback): the first
     # failure within CLEARS_NEXT_LINES lines below it in the same source is part of it.
     clears_next_failure: bool = False
+    # A line that says the failure just above it was survived (TensorRT's "Skipping tactic ...
+    # due to insufficient memory" after the tactic's out-of-memory error): failures within
+    # CLEARS_PRIOR_LINES lines above it in the same source are part of it.
+    clears_prior_failure: bool = False
 
     @property
     def flags(self) -> int:

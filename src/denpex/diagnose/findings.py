@@ -63,7 +63,7 @@ def build_findings(events: list[Event], sigs: dict[str, Signature]) -> list[Find
     # tracker) is no failure, whatever generic signature it also matches.
     harmless = {(ev.source_index, ev.line_no) for ev in events
                 if (s := sigs.get(ev.signature_id or "")) is not None and s.category == HARMLESS}
-    harmless |= _cleared_below(events, sigs)
+    harmless |= _cleared(events, sigs)
     out = []
     for ev in events:
         sig = sigs.get(ev.signature_id or "")
@@ -80,24 +80,31 @@ def build_findings(events: list[Event], sigs: dict[str, Signature]) -> list[Find
 
 
 CLEARS_NEXT_LINES = 20  # how far below an announcing harmless line the traceback it announces may end
+CLEARS_PRIOR_LINES = 3  # how far above a line that says "survived" the failure it speaks of may be
 
 
-def _cleared_below(events: list[Event], sigs: dict[str, Signature]) -> set[tuple[int, int]]:
-    """(source, line) of the first failure below each harmless line that announces a survivable traceback."""
+def _cleared(events: list[Event], sigs: dict[str, Signature]) -> set[tuple[int, int]]:
+    """(source, line) of failures that a line next to them says the process survived.
+
+    Below a line that announces a survivable traceback, its first failure; above a line that
+    says the failure just before it was survived, every failure within CLEARS_PRIOR_LINES.
+    """
     by_source: dict[int, list[tuple[int, Signature]]] = {}
     for ev in events:
         sig = sigs.get(ev.signature_id or "")
-        if sig is not None and (sig.clears_next_failure or sig.is_failure):
+        if sig is not None and (sig.clears_next_failure or sig.clears_prior_failure or sig.is_failure):
             by_source.setdefault(ev.source_index, []).append((ev.line_no, sig))
     out: set[tuple[int, int]] = set()
     for source, found in by_source.items():
         found.sort(key=lambda item: item[0])
         for i, (line, sig) in enumerate(found):
-            if not sig.clears_next_failure:
-                continue
-            below = next(((ln, s) for ln, s in found[i + 1:] if ln > line and s.is_failure), None)
-            if below is not None and below[0] - line <= CLEARS_NEXT_LINES:
-                out.add((source, below[0]))
+            if sig.clears_next_failure:
+                below = next(((ln, s) for ln, s in found[i + 1:] if ln > line and s.is_failure), None)
+                if below is not None and below[0] - line <= CLEARS_NEXT_LINES:
+                    out.add((source, below[0]))
+            if sig.clears_prior_failure:
+                out.update((source, ln) for ln, s in found[:i]
+                           if s.is_failure and 0 < line - ln <= CLEARS_PRIOR_LINES)
     return out
 
 

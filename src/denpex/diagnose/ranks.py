@@ -55,11 +55,18 @@ def rank_for_gpu(f: Finding, gmap: dict[tuple[str | None, str], int]) -> int | N
 def rank_from_launchers(findings: list[Finding]) -> RankVerdict | None:
     """torchelastic root-cause block, MPI_ABORT, mpirun/srun task lines: the earliest named rank.
 
-    Signatures mark such lines by extracting a ``failed_rank`` field.
+    Signatures mark such lines by extracting a ``failed_rank`` field. A signature that names
+    several ranks (srun: task 0 and task 2 both crashed) says the failure was shared: which
+    one the launcher noticed first is chance, so its lines name no initiating rank.
     """
+    named: dict[str, set[str]] = {}
     for f in findings:
         val = f.event.fields.get("failed_rank")
         if val is not None and val.isdigit():
+            named.setdefault(f.sig.id, set()).add(val)
+    for f in findings:
+        val = f.event.fields.get("failed_rank")
+        if val is not None and val.isdigit() and len(named[f.sig.id]) == 1:
             return RankVerdict(int(val), f"named as the failed rank by {f.sig.id}", [f])
     return None
 

@@ -1,0 +1,68 @@
+"""Lines that say the failure just above them was survived, and launchers naming several failed ranks."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from denpex.catalog import Catalog
+from tests.helpers import diagnose_files
+
+# voltaML-fast-stable-diffusion#15: TensorRT's tactic search on a 15 GB T4; the build goes on.
+TACTIC_SEARCH = """\
+[12/09/2022-20:25:24] [TRT] [E] 2: [virtualMemoryBuffer.cpp::resizePhysical::145] Error Code 2: OutOfMemory (no further information)
+[12/09/2022-20:25:24] [TRT] [E] 2: [virtualMemoryBuffer.cpp::resizePhysical::145] Error Code 2: OutOfMemory (no further information)
+[12/09/2022-20:25:24] [TRT] [W] Requested amount of GPU memory (17179869184 bytes) could not be allocated. There may not be enough free memory for allocation to succeed.
+[12/09/2022-20:25:25] [TRT] [W] Skipping tactic 8 due to insufficient memory on requested size of 17179869184 detected for tactic 0x000000000000003c.
+Try decreasing the workspace size with IBuilderConfig::setMemoryPoolLimit().
+"""
+
+# TensorRT-LLM#346 (tests/corpus/gpu_app): the same error with no tactic skipped; the build fails.
+BUILD_FAILS = """\
+[11/10/2023-06:30:40] [TRT] [E] 2: [virtualMemoryBuffer.cpp::resizePhysical::140] Error Code 2: OutOfMemory (no further information)
+[11/10/2023-06:30:40] [TRT] [W] Requested amount of GPU memory (24793579520 bytes) could not be allocated. There may not be enough free memory for allocation to succeed.
+[11/10/2023-06:30:40] [TRT] [E] 2: [globWriter.cpp::makeResizableGpuMemory::423] Error Code 2: OutOfMemory (no further information)
+[11/10/2023-06:30:40] [TRT-LLM] [E] Engine building failed, please check the error log.
+"""
+
+# GROMACS#5078: one task's HIP error aborts it, srun then kills and cancels the rest.
+ONE_TASK_ABORTS = """\
+[hipSYCL Error] from /tmp/hipsycl/src/runtime/hip/hip_queue.cpp:355 @ submit_memset() : hip_queue: hipMemsetAsync() failed (error code = HIP:1)
+terminate called without an active exception
+srun: error: nid002892: task 39: Aborted (core dumped)
+srun: launch/slurm: _step_signal: Terminating StepId=2789083.0
+slurmstepd: error: *** STEP 2789083.0 ON nid002892 CANCELLED AT 2023-11-03T01:03:07 ***
+srun: error: nid002892: tasks 0-38,40-63: Killed
+"""
+
+
+def test_an_error_the_next_lines_say_was_survived_is_no_failure(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"build.log": TACTIC_SEARCH})
+    assert doc["status"] == "healthy"
+
+
+def test_the_same_error_without_the_survival_line_is_the_root(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"build.log": BUILD_FAILS})
+    assert doc["owner"] == "capacity"
+    assert "resizePhysical" in doc["root_cause"]["evidence"][0]["text"]
+
+
+def test_a_survival_line_clears_only_the_lines_just_above_it(catalog: Catalog, tmp_path: Path) -> None:
+    far = BUILD_FAILS.splitlines()[0] + "\n" + "".join(f"[TRT] [V] tactic {i}\n" for i in range(10))
+    text = far + TACTIC_SEARCH.splitlines()[3] + "\n"
+    doc = diagnose_files(catalog, tmp_path, {"build.log": text})
+    assert doc["status"] == "failed"
+
+
+def test_the_task_srun_saw_crash_first_is_the_initiating_rank(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"job.log": ONE_TASK_ABORTS})
+    assert "hipMemsetAsync() failed" in doc["root_cause"]["evidence"][0]["text"]
+    assert doc["initiating_rank"] == 39
+
+
+def test_two_tasks_crashing_alike_name_no_initiating_rank(catalog: Catalog, tmp_path: Path) -> None:
+    text = ("srun: error: nid006549: task 0: Segmentation fault (core dumped)\n"
+            "srun: error: nid006550: task 2: Segmentation fault (core dumped)\n"
+            "srun: error: nid006550: task 3: Terminated\n")
+    doc = diagnose_files(catalog, tmp_path, {"job.log": text})
+    reasons = [r["reason"] for r in doc["rules_fired"] if r["rule"] == "initiating_rank"]
+    assert not any("named as the failed rank" in r for r in reasons)
