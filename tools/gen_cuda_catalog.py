@@ -40,10 +40,11 @@ DRIVER_DOC = "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.ht
 # The ways a cudaGetErrorString text is printed with a prefix: PyTorch and most C++ code
 # ("CUDA error: <msg>"; its driver-API checks print "CUDA driver error: <msg>"; TurboMind
 # "CUDA runtime error: <msg>"), Paddle/glog
-# ("Cuda Error: <msg>"), Triton ("Triton Error [CUDA]: <msg>") and old PyTorch THC
-# ("cuda runtime error (2) : out of memory at ...").
+# ("Cuda Error: <msg>"), Triton ("Triton Error [CUDA]: <msg>"), old PyTorch THC
+# ("cuda runtime error (2) : out of memory at ...") and NCCL ("NCCL WARN Cuda failure
+# 'named symbol not found'", "Cuda failure 700 '...'").
 PREFIX = (r"(?:(?:CUDA|Cuda|cuda) (?:driver |runtime )?(?:[Ee]rror|ERROR): |Triton Error \[CUDA\]: "
-          r"|cuda runtime error \(\d+\) : |THCudaCheck FAIL file=\S+ line=\d+ error=\d+ : )")
+          r"|cuda runtime error \(\d+\) : |THCudaCheck FAIL file=\S+ line=\d+ error=\d+ : |Cuda failure (?:\d+ )?')")
 # After a message that is the start of another message ("unspecified launch failure" vs
 # "... in prior launch"): the line ends, or punctuation, or a space and a non-letter.
 GUARD = r"(?:$|[^ a-z]| [^a-z])"
