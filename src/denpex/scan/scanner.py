@@ -26,6 +26,7 @@ from typing import Any
 
 from denpex.catalog.loader import Catalog
 from denpex.catalog.model import Signature
+from denpex.collect.allocator import reuse_freed_blocks
 from denpex.collect.inputs import BLOCK, Source, read_blocks, split_points
 from denpex.collect.kinds import detect_kind, rank_from_name
 from denpex.collect.lineinfo import looks_srun_labelled, normalize_pci, parse_line_info
@@ -629,14 +630,19 @@ def default_jobs(sources: list[Source]) -> int:
     env = os.environ.get("DENPEX_JOBS")
     if env and env.isdigit():
         return max(1, int(env))
+    if _input_bytes(sources) < PARALLEL_MIN_BYTES:
+        return 1
+    return max(1, os.cpu_count() or 1)
+
+
+def _input_bytes(sources: list[Source]) -> int:
+    """Bytes of the sources that are files (standard input counts as nothing)."""
     total = 0
     for s in sources:
         if s.path is not None:
             with contextlib.suppress(OSError):
                 total += s.path.stat().st_size
-    if total < PARALLEL_MIN_BYTES:
-        return 1
-    return max(1, os.cpu_count() or 1)
+    return total
 
 
 def plan_units(sources: list[Source], jobs: int) -> list[Unit]:
@@ -687,6 +693,7 @@ def _init_worker(dirs: list[str], engine_name: str, sources: int) -> None:
     from denpex.catalog.loader import load_catalog
     from denpex.scan.engine import default_engine as make_engine
 
+    reuse_freed_blocks()  # a spawned worker (a forked one inherits the parent's setting)
     cat = load_catalog([Path(d) for d in dirs])
     _WORKER = Scanner(cat, make_engine(cat.signatures, engine_name), sources=sources)
 
@@ -702,6 +709,8 @@ def scan_all(catalog: Catalog, sources: list[Source], engine: Engine | None = No
     """Scan every source; files and stretches spread over a process pool give the same results as one process."""
     global _WORKER
     scanner = Scanner(catalog, engine, progress, sources=len(sources))
+    if _input_bytes(sources) >= PARALLEL_MIN_BYTES:
+        reuse_freed_blocks()  # large inputs: read blocks are reused instead of faulted in afresh
     jobs = default_jobs(sources) if jobs is None else jobs
     units = plan_units(sources, jobs)
     if jobs <= 1 or len(units) < 2:
