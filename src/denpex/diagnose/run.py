@@ -25,6 +25,7 @@ from denpex.diagnose.ranks import (
 from denpex.diagnose.root import NODE_FAMILIES, WINDOW_S, RootChoice, choose_root
 from denpex.diagnose.timeline import ordered, seconds_between
 from denpex.scan.engine import Engine
+from denpex.scan.frames import owner_of_frame
 from denpex.scan.progress import Progress
 from denpex.scan.scanner import SourceResult, scan_all
 
@@ -116,6 +117,7 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
     _many_gpus_same_xid(diag)
     _inside_packaged_engine(diag)
     _owner_from_named_cause(diag)
+    _owner_from_raising_frame(diag)
     _rma(diag)
     diag.impact = compute_impact(findings, root, known_ranks)
     diag.secondary = _secondary(diag)
@@ -299,6 +301,21 @@ def _owner_from_named_cause(diag: Diagnosis) -> None:
 # are the user's, inside a packaged inference engine they are the engine's.
 ENGINE_CODE_FAULTS = frozenset({"python_exception", "device_assert", "gpu_app_fault", "device_placement",
                                 "shape_mismatch"})
+
+
+def _owner_from_raising_frame(diag: Diagnosis) -> None:
+    """A generic exception with no owner of its own takes the owner of the code that raised it (``frames``)."""
+    root = diag.choice.root
+    if root is None or diag.owner != "unknown" or not root.sig.frame_owner:
+        return
+    path = root.event.fields.get("raised_in")
+    if not path:
+        return
+    owner = owner_of_frame(path)
+    where = "an installed library" if owner == "framework" else "the job's own code"
+    diag.fired.append(("raising_frame", f"the exception was raised in {where} ({path}): owner unknown -> {owner}",
+                       [root]))
+    diag.owner = owner
 
 
 def _inside_packaged_engine(diag: Diagnosis) -> None:

@@ -33,6 +33,7 @@ from denpex.collect.lineinfo import looks_srun_labelled, normalize_pci, parse_li
 from denpex.collect.timestamps import YEAR_UNKNOWN, Stamp, parse_stamp
 from denpex.evidence import Event
 from denpex.scan.engine import Candidate, Engine, Limits, default_engine
+from denpex.scan.frames import raising_frame
 from denpex.scan.progress import Progress
 from denpex.scan.source_end import cut_traceback_line
 
@@ -407,6 +408,10 @@ class Scanner:
         for key in ("host", "pci_bus_id", "uuid"):
             if key in fields and getattr(ev, key) is None:
                 setattr(ev, key, fields[key])
+        if sig.frame_owner and "raised_in" not in fields:
+            frame = raising_frame(memo.data, ls)
+            if frame is not None:
+                ev.fields = {**fields, "raised_in": frame}
         return ev
 
 

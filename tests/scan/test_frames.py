@@ -1,0 +1,87 @@
+"""The raising frame of a traceback, and the owner it gives a generic exception."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from denpex.catalog import Catalog
+from denpex.scan.frames import owner_of_frame, raising_frame
+from tests.helpers import diagnose_files
+
+# openrlhf#312 (tests/corpus/holdout33): DeepSpeed's own check fails inside the library.
+LIBRARY_RAISES = """\
+Traceback (most recent call last):
+  File "/root/train_ppo.py", line 88, in <module>
+    trainer.fit()
+  File "/root/miniconda3/envs/open/lib/python3.11/site-packages/deepspeed/runtime/zero/partitioned_param_coordinator.py", line 194, in record_parameters
+    raise RuntimeError(f"still have inflight params {[p.ds_summary() for p in self.__inflight_param_registry.keys()]}")
+RuntimeError: still have inflight params [{'id': 3, 'status': 'AVAILABLE'}]
+"""
+
+# A job's own script raises; the stdlib frame below it is passed over.
+OWN_CODE_RAISES = """\
+[rank5]: Traceback (most recent call last):
+[rank5]:   File "/home/u/ms-swift/swift/llm/template/base.py", line 512, in encode
+[rank5]:     raise MaxLengthError(f'Current length of row({length}) is larger than the max_length({self.max_length}).')
+[rank5]: swift.llm.template.base.MaxLengthError: Current length of row(7756) is larger than the max_length(4096).
+"""
+
+
+def _ls(text: str, needle: str) -> tuple[bytes, int]:
+    data = text.encode()
+    return data, data.index(needle.encode())
+
+
+def test_the_last_frame_above_the_exception_is_where_it_was_raised() -> None:
+    data, ls = _ls(LIBRARY_RAISES, "RuntimeError: still")
+    assert raising_frame(data, ls) is not None
+    assert "site-packages/deepspeed" in (raising_frame(data, ls) or "")
+
+
+def test_frames_of_pythons_standard_library_are_passed_over() -> None:
+    text = ('  File "/home/u/fetch.py", line 9, in get\n    socket.create_connection(addr)\n'
+            '  File "/usr/lib/python3.10/socket.py", line 845, in create_connection\n    raise err\n'
+            "ConnectionRefusedError: [Errno 111] Connection refused\n")
+    data, ls = _ls(text, "ConnectionRefusedError")
+    assert raising_frame(data, ls) == "/home/u/fetch.py"
+
+
+def test_no_frame_past_a_blank_line_or_the_traceback_header() -> None:
+    data, ls = _ls('  File "/a/b.py", line 1, in f\n\nRuntimeError: boom\n', "RuntimeError")
+    assert raising_frame(data, ls) is None
+    data, ls = _ls("Traceback (most recent call last):\nRuntimeError: boom\n", "RuntimeError")
+    assert raising_frame(data, ls) is None
+
+
+def test_installed_libraries_are_the_frameworks_and_other_files_the_users() -> None:
+    assert owner_of_frame("/opt/conda/lib/python3.10/site-packages/torch/nn/functional.py") == "framework"
+    assert owner_of_frame("C:\\envs\\x\\Lib\\site-packages\\torch\\serialization.py") == "framework"
+    assert owner_of_frame("/usr/lib/python3/dist-packages/yaml/__init__.py") == "framework"
+    assert owner_of_frame("/content/yolov5/utils/dataloaders.py") == "user_code"
+
+
+@given(st.binary(max_size=400), st.integers(min_value=0, max_value=400))
+def test_any_bytes_give_a_path_or_nothing(data: bytes, at: int) -> None:
+    got = raising_frame(data, min(at, len(data)))
+    assert got is None or isinstance(got, str)
+
+
+def test_a_generic_error_raised_in_a_library_is_the_frameworks(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": LIBRARY_RAISES})
+    assert doc["owner"] == "framework"
+    assert any(r["rule"] == "raising_frame" for r in doc["rules_fired"])
+
+
+def test_a_generic_error_raised_in_the_jobs_own_code_is_the_users(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"rank5.log": OWN_CODE_RAISES})
+    assert doc["owner"] == "user_code"
+
+
+def test_an_error_with_its_own_owner_keeps_it(catalog: Catalog, tmp_path: Path) -> None:
+    text = LIBRARY_RAISES.replace("RuntimeError: still have inflight params [{'id': 3, 'status': 'AVAILABLE'}]",
+                                  "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
+    doc = diagnose_files(catalog, tmp_path, {"train.log": text})
+    assert doc["owner"] == "capacity"
