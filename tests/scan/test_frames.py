@@ -85,3 +85,13 @@ def test_an_error_with_its_own_owner_keeps_it(catalog: Catalog, tmp_path: Path) 
                                   "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
     doc = diagnose_files(catalog, tmp_path, {"train.log": text})
     assert doc["owner"] == "capacity"
+
+
+def test_masked_paths_keep_what_the_owner_rests_on() -> None:
+    # --identity masking keeps the site-packages and lib/pythonX.Y tails (minimize/detectors.py).
+    assert owner_of_frame("<path:1a5565ad>/site-packages/torch/nn/functional.py") == "framework"
+    text = ('  File "<path:77aa01>/train.py", line 9, in main\n    fetch()\n'
+            '  File "<path:1a5565ad>/lib/python3.10/socket.py", line 845, in create_connection\n    raise err\n'
+            "OSError: [Errno 101] Network is unreachable\n")
+    data, ls = _ls(text, "OSError")
+    assert raising_frame(data, ls) == "<path:77aa01>/train.py"

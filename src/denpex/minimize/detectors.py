@@ -309,13 +309,17 @@ DETECTORS: tuple[Detector, ...] = (
     Detector("path", IDENTITY,
              _rx(r"(?<![\w.~>:/-])(?P<v>/(?:[\w.@+-]{1,255}/){0,63}?[\w.@+-]{1,255})"
                  # A package's own tree in a source checkout is public and says which engine
-                 # ran (a packaged-engine rule reads it): the site's part ends before it.
-                 r"(?=/(?:site|dist)-packages/|/(?:" + "|".join(map(re.escape, PUBLIC_PACKAGE_DIRS)) + r")/"
+                 # ran (a packaged-engine rule reads it), and Python's own library says a frame
+                 # is the standard library's (the raising-frame rule skips those): the site's
+                 # part ends before either.
+                 r"(?=/(?:site|dist)-packages/|/lib/python\d+(?:\.\d+)?/"
+                 r"|/(?:" + "|".join(map(re.escape, PUBLIC_PACKAGE_DIRS)) + r")/"
                  r"|/[\w.@+-]{1,255}(?![\w.@+/-]))"),
              ("/",), label="path", generic=True,
              accept=_user_path,
              must=(("torch.save failed: /scratch/team-a/run42/ckpt/step_1000.pt", "/scratch/team-a/run42/ckpt"),
-                   ('File "/home/alice/sglang/python/sglang/srt/managers/scheduler.py"', "/home/alice")),
+                   ('File "/home/alice/sglang/python/sglang/srt/managers/scheduler.py"', "/home/alice"),
+                   ('File "/cvmfs/soft/python/3.10.13/lib/python3.10/socket.py"', "/cvmfs/soft/python/3.10.13")),
              must_not=("/usr/lib/x86_64-linux-gnu/libcuda.so.1", "see https://pytorch.org/docs/stable/a.html")),
     # ---- personal data ---------------------------------------------------------------------------
     Detector("email", PERSONAL,
