@@ -137,6 +137,7 @@ JOB_WIDE_CATEGORIES = frozenset({
     "config", "parallel_config", "device_selection", "import_error", "install_mismatch", "arch_mismatch",
     "arch_unsupported", "checkpoint_mismatch", "cuda_library_missing", "driver_version_mismatch", "fabric_manager",
     "gpu_p2p", "shm_full", "shm_exhausted", "distributed_tensor", "ib_completion_error", "efa_completion_error",
+    "efa_connect", "nccl_connect",
 })
 
 SAME_FAILURE_RANKS = 3  # this many ranks with the root's own error: a shared cause, not one rank's
