@@ -95,3 +95,10 @@ def test_masked_paths_keep_what_the_owner_rests_on() -> None:
             "OSError: [Errno 101] Network is unreachable\n")
     data, ls = _ls(text, "OSError")
     assert raising_frame(data, ls) == "<path:77aa01>/train.py"
+
+
+def test_the_text_report_says_why_the_owner_is_not_the_signatures(catalog: Catalog, tmp_path: Path) -> None:
+    from denpex.report.text import render_text
+
+    doc = diagnose_files(catalog, tmp_path, {"train.log": LIBRARY_RAISES})
+    assert "owner: the exception was raised in an installed library" in render_text(doc)

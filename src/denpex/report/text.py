@@ -81,6 +81,10 @@ def render_text(doc: dict[str, Any], color: bool = False, timeline_rows: int = 6
                f"[{doc['root_cause']['signature_id']}]  confidence {doc['confidence']:.2f}")
     if where:
         out.append("  " + " · ".join(where))
+    for rule in doc.get("rules_fired", []):
+        # A rule that moved the owner away from the signature's own says why in its reason.
+        if "owner " in rule.get("reason", "") and " -> " in rule["reason"]:
+            out.append(s(f"  owner: {rule['reason']}", "dim"))
     out.append("")
     out.append(f"  {s(root['source'] + ':' + str(root['line_no']), 'cyan')}")
     out.append(f"  > {_clip(root['text'])}")
