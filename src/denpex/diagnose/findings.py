@@ -102,9 +102,11 @@ def _cleared(events: list[Event], sigs: dict[str, Signature]) -> set[tuple[int, 
                 below = next(((ln, s) for ln, s in found[i + 1:] if ln > line and s.is_failure), None)
                 if below is not None and below[0] - line <= CLEARS_NEXT_LINES:
                     out.add((source, below[0]))
-            if sig.clears_prior_failure:
-                out.update((source, ln) for ln, s in found[:i]
-                           if s.is_failure and 0 < line - ln <= CLEARS_PRIOR_LINES)
+            j = i - 1  # the lines just above, nearest first (``found`` is in line order)
+            while sig.clears_prior_failure and j >= 0 and line - found[j][0] <= CLEARS_PRIOR_LINES:
+                if found[j][1].is_failure and found[j][0] < line:
+                    out.add((source, found[j][0]))
+                j -= 1
     return out
 
 
