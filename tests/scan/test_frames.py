@@ -102,3 +102,16 @@ def test_the_text_report_says_why_the_owner_is_not_the_signatures(catalog: Catal
 
     doc = diagnose_files(catalog, tmp_path, {"train.log": LIBRARY_RAISES})
     assert "owner: the exception was raised in an installed library" in render_text(doc)
+
+
+def test_an_error_raised_in_an_engines_source_checkout_is_the_engines(catalog: Catalog, tmp_path: Path) -> None:
+    # The frame is not under site-packages (the job's own code, by the frame), but it is SGLang's
+    # tree: the packaged-engine rule, which runs after the frame rule, gives it to the engine.
+    text = ("Traceback (most recent call last):\n"
+            '  File "/sgl-workspace/sglang/python/sglang/srt/managers/scheduler.py", line 1788, in run_batch\n'
+            "    raise RuntimeError(f'seqlens_k must have shape (batch_size)')\n"
+            "RuntimeError: seqlens_k must have shape (batch_size)\n")
+    doc = diagnose_files(catalog, tmp_path, {"server.log": text})
+    assert doc["owner"] == "framework"
+    assert [r["rule"] for r in doc["rules_fired"] if r["rule"] in ("raising_frame", "inside_packaged_engine")] == [
+        "raising_frame", "inside_packaged_engine"]

@@ -97,12 +97,15 @@ def _cleared(events: list[Event], sigs: dict[str, Signature]) -> set[tuple[int, 
     out: set[tuple[int, int]] = set()
     for source, found in by_source.items():
         found.sort(key=lambda item: item[0])
+        # ``found`` is in line order: both walks stop at the end of their window.
         for i, (line, sig) in enumerate(found):
-            if sig.clears_next_failure:
-                below = next(((ln, s) for ln, s in found[i + 1:] if ln > line and s.is_failure), None)
-                if below is not None and below[0] - line <= CLEARS_NEXT_LINES:
-                    out.add((source, below[0]))
-            j = i - 1  # the lines just above, nearest first (``found`` is in line order)
+            j = i + 1  # below: the first failure only
+            while sig.clears_next_failure and j < len(found) and found[j][0] - line <= CLEARS_NEXT_LINES:
+                if found[j][1].is_failure and found[j][0] > line:
+                    out.add((source, found[j][0]))
+                    break
+                j += 1
+            j = i - 1  # above: every failure in the window
             while sig.clears_prior_failure and j >= 0 and line - found[j][0] <= CLEARS_PRIOR_LINES:
                 if found[j][1].is_failure and found[j][0] < line:
                     out.add((source, found[j][0]))

@@ -115,9 +115,11 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
     if diag.rank is not None and diag.rank.rank is not None:
         fired.append(("initiating_rank", diag.rank.reason, diag.rank.evidence or [root]))
     _many_gpus_same_xid(diag)
+    # Before the packaged-engine rule: an exception raised in an engine's own source checkout
+    # reads as the job's code, which that rule then gives to the engine.
+    _owner_from_raising_frame(diag)
     _inside_packaged_engine(diag)
     _owner_from_named_cause(diag)
-    _owner_from_raising_frame(diag)
     _rma(diag)
     diag.impact = compute_impact(findings, root, known_ranks)
     diag.secondary = _secondary(diag)

@@ -630,12 +630,15 @@ SPLIT_PART_BYTES = 16 * 1024 * 1024  # the smallest stretch worth a task of its 
 Unit = tuple[Source, tuple[int, int | None] | None, tuple[str, bool] | None]
 
 
-def default_jobs(sources: list[Source]) -> int:
-    """Worker processes: one per core (``DENPEX_JOBS`` overrides), only when there is enough to share."""
+def default_jobs(sources: list[Source], total: int | None = None) -> int:
+    """Worker processes: one per core (``DENPEX_JOBS`` overrides), only when there is enough to share.
+
+    ``total`` is the sources' size when the caller has it (``_input_bytes``).
+    """
     env = os.environ.get("DENPEX_JOBS")
     if env and env.isdigit():
         return max(1, int(env))
-    if _input_bytes(sources) < PARALLEL_MIN_BYTES:
+    if (_input_bytes(sources) if total is None else total) < PARALLEL_MIN_BYTES:
         return 1
     return max(1, os.cpu_count() or 1)
 
@@ -714,9 +717,10 @@ def scan_all(catalog: Catalog, sources: list[Source], engine: Engine | None = No
     """Scan every source; files and stretches spread over a process pool give the same results as one process."""
     global _WORKER
     scanner = Scanner(catalog, engine, progress, sources=len(sources))
-    if _input_bytes(sources) >= PARALLEL_MIN_BYTES:
+    total = _input_bytes(sources)
+    if total >= PARALLEL_MIN_BYTES:
         reuse_freed_blocks()  # large inputs: read blocks are reused instead of faulted in afresh
-    jobs = default_jobs(sources) if jobs is None else jobs
+    jobs = default_jobs(sources, total) if jobs is None else jobs
     units = plan_units(sources, jobs)
     if jobs <= 1 or len(units) < 2:
         results = []
