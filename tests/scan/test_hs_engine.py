@@ -170,3 +170,33 @@ def test_hits_reported_out_of_order_give_the_same_candidates(hs: hs_engine.Hyper
     in_order = hs._candidates(reported, hs._owner, hs._confirm, block, 0)
     assert len(reported) >= 2
     assert hs._candidates(list(reversed(reported)), hs._owner, hs._confirm, block, 0) == in_order
+
+
+def test_anchored_patterns_match_on_the_first_line_of_a_block(hs: hs_engine.HyperscanEngine,
+                                                              catalog: Catalog) -> None:
+    # Hyperscan looks for the newline before a line instead of "^": the first line of a block
+    # has none, and is scanned behind one of its own.
+    anchored = {i for i, s in enumerate(catalog.signatures) if any(p.startswith("^") for p in s.patterns)}
+    re_engine = ReEngine(catalog.signatures)
+    seen = set()
+    for path in example_files(RULES_DIR):
+        for ex in parse_examples(path):
+            block = (ex.line + "\n").encode("utf-8")
+            got = all_hits(hs, block)
+            assert got == all_hits(re_engine, block), ex.line
+            seen.update(idx for _, _, idx in got if idx in anchored)
+    assert len(seen) > 50
+
+
+def test_a_stretch_scanned_from_inside_a_block_sees_the_newline_before_it() -> None:
+    block = b"Killed\nsecond\nKilled\n"
+    assert [(bytes(buf), shift) for buf, shift in hs_engine._pieces(block, 0, len(block))] == [
+        (b"\nKilled\n", -1), (b"\nsecond\nKilled\n", 6)]
+    assert [(bytes(buf), shift) for buf, shift in hs_engine._pieces(block, 14, len(block))] == [(b"\nKilled\n", 13)]
+    assert list(hs_engine._pieces(block, 5, 5)) == []
+
+
+def test_only_an_opening_line_anchor_becomes_a_newline() -> None:
+    assert hs_engine.newline_anchor("(?:^Killed)[^\\n]*\\n") == "(?:\\nKilled)[^\\n]*\\n"
+    assert hs_engine.newline_anchor("^Killed\\s*$") == "\\nKilled\\s*$"
+    assert hs_engine.newline_anchor("(?:a|^b)c") == "(?:a|^b)c"

@@ -24,7 +24,7 @@ import json
 import re
 import sys
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -156,12 +156,11 @@ class HyperscanEngine:
             ids = self._fallback_ids
             return [(ls, le, ids[i], need) for ls, le, i, need
                     in self._fallback.progress_candidates(block, start, end, ids.index(sig))]
-        part = block if start == 0 and end == len(block) else block[start:end]
         if sig in self.listed_progress:  # scan() lists these: the main database has every line
-            found = self._candidates(_all_hits(self.db, part), self._owner, self._confirm, part, start)
+            found = self._candidates(_all_hits(self.db, block, start, end), self._owner, self._confirm, block, 0)
             return [c for c in found if c[2] == sig]
         db, owner, confirm, _ = self._p_dbs[sig]
-        return self._candidates(_all_hits(db, part), owner, confirm, part, start)
+        return self._candidates(_all_hits(db, block, start, end), owner, confirm, block, 0)
 
     def _quiet_db(self) -> Any:
         """The main database with every flood signature reporting at most once per scan.
@@ -204,8 +203,10 @@ class HyperscanEngine:
         base = 0  # where the stretch being scanned starts in the block
         size = len(block)
 
+        shift = 0  # what turns an end Hyperscan reports into an offset in the block (see ``_pieces``)
+
         def on_match(pid: int, start: int, end: int, flags: int, ctx: object) -> None:
-            end += base
+            end += shift
             sig = limited[pid]
             if sig < 0:
                 sig = verified[pid]
@@ -231,7 +232,6 @@ class HyperscanEngine:
             elif sig in tails:
                 tails[sig].append((end, pid))
 
-        view = memoryview(block)
         owner = self._owner
         floods = self._floods
         quiet = self._quiet_db() if floods else None
@@ -242,9 +242,9 @@ class HyperscanEngine:
         def on_quiet(pid: int, start: int, end: int, flags: int, ctx: object) -> bool:
             sig = owner[pid]
             if sig in floods and head.get(sig, 1) > 0:
-                stop_at.append(end)
+                stop_at.append(end + shift)
                 return True  # the main database must list this flood's lines from here
-            found.append((end, pid))
+            found.append((end + shift, pid))
             return False
 
         while base < size:
@@ -252,21 +252,26 @@ class HyperscanEngine:
                 found.clear()
                 stop_at.clear()
                 with contextlib.suppress(hyperscan.ScanTerminated):
-                    quiet.scan(view[base:], match_event_handler=on_quiet)
+                    for buf, piece_shift in _pieces(block, base, size):
+                        shift = piece_shift  # read by the handlers
+                        quiet.scan(buf, match_event_handler=on_quiet)
+                # ``found`` holds block offsets: on_match is handed them less the shift it adds.
                 if not stop_at:
                     for end, pid in found:
-                        on_match(pid, 0, end, 0, None)
+                        on_match(pid, 0, end - shift, 0, None)
                     break
                 # The stopping line and everything after it are the main database's to scan.
-                stop = base + stop_at[0]
+                stop = stop_at[0]
                 line_start = rfind(b"\n", base, stop - 1 if block[stop - 1] == 10 else stop) + 1 or base
                 for end, pid in found:
-                    if base + end <= line_start:
-                        on_match(pid, 0, end, 0, None)
+                    if end <= line_start:
+                        on_match(pid, 0, end - shift, 0, None)
                 width = 2 * width if line_start - base < width else QUIET_FIRST
                 base = line_start
             stop = size if quiet is None or size - base <= width else (block.find(b"\n", base + width) + 1 or size)
-            self.db.scan(view[base:stop], match_event_handler=on_match)
+            for buf, piece_shift in _pieces(block, base, stop):
+                shift = piece_shift
+                self.db.scan(buf, match_event_handler=on_match)
             base = stop
         kept_tails = [hit for tail in tails.values() for hit in tail]
         if kept_tails:
@@ -325,11 +330,50 @@ class HyperscanEngine:
         return out
 
 
-def _all_hits(db: Any, data: bytes | memoryview) -> list[tuple[int, int]]:
-    """(end, pattern) of every report of one scan, in the order Hyperscan gives them."""
+def _all_hits(db: Any, block: bytes, start: int = 0, stop: int | None = None) -> list[tuple[int, int]]:
+    """(end, pattern) of every report on the lines of ``block[start:stop]``, in the order Hyperscan gives them.
+
+    Ends are offsets in the block.
+    """
     found: list[tuple[int, int]] = []
-    db.scan(data, match_event_handler=lambda pid, start, end, flags, ctx: found.append((end, pid)))
+    for buf, shift in _pieces(block, start, len(block) if stop is None else stop):
+        db.scan(buf, match_event_handler=lambda pid, s, end, flags, ctx, shift=shift: found.append((end + shift, pid)))
     return found
+
+
+def _pieces(block: bytes, start: int, stop: int) -> Iterator[tuple[bytes | memoryview, int]]:
+    """``block[start:stop]`` as buffers that each begin with a newline, each with what turns its ends into offsets.
+
+    Anchored patterns look for the newline before a line (``newline_anchor``). A stretch
+    that starts inside the block has it as the byte before; at the block's start only the
+    first line lacks one, and only that line is copied behind a newline.
+    """
+    if stop <= start:
+        return
+    view = memoryview(block)
+    if start > 0:
+        yield view[start - 1:stop], start - 1
+        return
+    first = block.find(b"\n", 0, stop) + 1 or stop
+    yield b"".join((b"\n", view[:first])), -1
+    if first < stop:
+        yield view[first - 1:stop], first - 1
+
+
+def newline_anchor(expr: str) -> str:
+    """``expr`` with a leading line-start anchor written as the newline before the line.
+
+    Hyperscan runs a database about a fifth faster when its anchored patterns begin with a
+    literal newline instead of a multi-line ``^`` (measured on the bench corpus: 0.157 s ->
+    0.127 s for 64 MiB; 8% over the whole 1 GiB), and the lines it reports are the same as long
+    as every scanned stretch starts behind a newline (``_pieces``). Only a ``^`` that opens the
+    expression (after any opening groups) is rewritten: one inside an alternative keeps its
+    meaning, which a scan behind a newline also keeps.
+    """
+    i = 0
+    while expr.startswith("(?:", i):
+        i += 3
+    return expr[:i] + "\\n" + expr[i + 1:] if expr.startswith("^", i) else expr
 
 
 QUIET_FIRST = 8 * 1024  # scanned with the main database after a wanted flood line stopped a quiet scan
@@ -338,7 +382,7 @@ QUIET_FIRST = 8 * 1024  # scanned with the main database after a wanted flood li
 # has any, so the scanner's own regexes run only where they will find something.
 MARKERS = (("rank", rb"\[(?:rank|default)"), ("mpi", rb"\]<std"))
 _MARKER_BASE = -2  # owner ids -2, -3, ... stand for MARKERS[0], MARKERS[1], ...
-_FORMAT = 6  # bump when the expressions built from a pattern change
+_FORMAT = 7  # bump when the expressions built from a pattern change
 # How a pattern's hits are confirmed by re: never, on lines that are not ASCII, always.
 CONFIRM_NEVER, CONFIRM_NON_ASCII, CONFIRM_ALWAYS = 0, 1, 2
 
@@ -410,6 +454,7 @@ def _compile(chosen: list[tuple[int, Signature]], single: set[int],
                 f |= hyperscan.HS_FLAG_CASELESS
             if "$" not in expr:
                 expr = f"(?:{expr})[^\\n]*\\n"
+            expr = newline_anchor(expr)
             built.append((expr.encode("utf-8"), f, need))
         else:
             for expr_b, f, need in built:
