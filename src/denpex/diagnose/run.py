@@ -242,13 +242,18 @@ def _cause_named_by_warning(choice: RootChoice, findings: list[Finding]) -> Find
     is not the process's own word.
     """
     root = choice.root
-    if root is None or root.sig.owner != "unknown" or root.sig.family in NODE_FAMILIES:
+    if root is None or root.sig.family in NODE_FAMILIES:
         return None
+    if root.sig.owner != "unknown" and not root.sig.frame_owner:
+        return None  # a generic exception's owner is a default that a named cause overrides
     best: Finding | None = None
     for f in findings:
-        if (f.sig.role != "root" or f.sig.severity != "warning" or f.sig.family in NODE_FAMILIES
-                or f.rank not in (None, root.rank)):
-            continue  # a line with no rank prefix in the same output may speak for every rank
+        if f.sig.role != "root" or f.sig.severity != "warning" or f.sig.family in NODE_FAMILIES:
+            continue
+        if root.rank is not None and f.rank not in (None, root.rank):
+            # A line with no rank may speak for every rank; a failure with no rank (a launcher's
+            # summary) may be any rank's.
+            continue
         secs = seconds_between(f.event, root.event)
         if f.event.source_index == root.event.source_index:
             if f.event.line_no >= root.event.line_no:
