@@ -32,7 +32,7 @@ def test_warning_alone_is_healthy(catalog: Catalog, tmp_path: Path) -> None:
 
 def test_warning_after_the_error_explains_nothing(catalog: Catalog, tmp_path: Path) -> None:
     doc = diagnose_files(catalog, tmp_path, {"train.log": NO_OPERATOR + XFORMERS_WARNING})
-    assert doc["root_cause"]["signature_id"] == "python.not_implemented_error"
+    assert doc["root_cause"]["signature_id"] == "torch.xformers_no_operator"
     assert "warning_names_cause" not in {r["rule"] for r in doc["rules_fired"]}
 
 

@@ -115,3 +115,17 @@ def test_an_error_raised_in_an_engines_source_checkout_is_the_engines(catalog: C
     assert doc["owner"] == "framework"
     assert [r["rule"] for r in doc["rules_fired"] if r["rule"] in ("raising_frame", "inside_packaged_engine")] == [
         "raising_frame", "inside_packaged_engine"]
+
+
+def test_a_not_implemented_error_is_the_frameworks_unless_the_jobs_code_raised_it(catalog: Catalog,
+                                                                                  tmp_path: Path) -> None:
+    # torchtitan#441 (tests/corpus/holdout78): no frame above it, the class's default stands.
+    bare = "NotImplementedError: 2D state_dict is under development.\n"
+    assert diagnose_files(catalog, tmp_path, {"train.log": bare})["owner"] == "framework"
+    own = ("Traceback (most recent call last):\n"
+           '  File "/home/me/project/models/my_model.py", line 12, in forward\n'
+           "    raise NotImplementedError\n"
+           "NotImplementedError\n")
+    doc = diagnose_files(catalog, tmp_path / "own", {"train.log": own})
+    assert doc["owner"] == "user_code"
+    assert any(r["rule"] == "raising_frame" for r in doc["rules_fired"])

@@ -87,7 +87,8 @@ def _cleared(events: list[Event], sigs: dict[str, Signature]) -> set[tuple[int, 
     """(source, line) of failures that a line next to them says the process survived.
 
     Below a line that announces a survivable traceback, its first failure; above a line that
-    says the failure just before it was survived, every failure within CLEARS_PRIOR_LINES.
+    says the failure just before it was survived, every failure within CLEARS_PRIOR_LINES (its
+    own line included: a message and its "survived" detail are often one line).
     """
     by_source: dict[int, list[tuple[int, Signature]]] = {}
     for ev in events:
@@ -105,11 +106,16 @@ def _cleared(events: list[Event], sigs: dict[str, Signature]) -> set[tuple[int, 
                     out.add((source, found[j][0]))
                     break
                 j += 1
-            j = i - 1  # above: every failure in the window
+            j = i - 1  # above (and on its own line): every failure in the window
             while sig.clears_prior_failure and j >= 0 and line - found[j][0] <= CLEARS_PRIOR_LINES:
-                if found[j][1].is_failure and found[j][0] < line:
+                if found[j][1].is_failure:
                     out.add((source, found[j][0]))
                 j -= 1
+            j = i + 1  # a failure on the same line that sorted after it
+            while sig.clears_prior_failure and j < len(found) and found[j][0] == line:
+                if found[j][1].is_failure:
+                    out.add((source, line))
+                j += 1
     return out
 
 
@@ -172,15 +178,20 @@ RECOVERY_PROGRESS = 2  # progress lines needed after an error before it counts a
 
 
 def mark_recovered(findings: list[Finding]) -> list[Finding]:
-    """Mark ``error`` findings that progress followed; return the ones marked.
+    """Mark ``error`` findings that progress followed, and any failure a completed run followed; return them.
 
     Conservative on purpose: stdout is block-buffered when piped, so progress printed before a
     crash can land after its traceback when the process exits. An error counts as recovered
     only when at least RECOVERY_PROGRESS progress lines of the same rank follow it in the same
-    file and no fatal failure follows it there.
+    file and no fatal failure follows it there. A line saying the run finished is stronger:
+    a process that died does not print it afterwards.
     """
     progress: dict[int, list[tuple[int, int | None]]] = {}
     last_fatal: dict[int, int] = {}
+    # Where a run said it finished ("Training completed", MLPerf's run_stop with status
+    # success): every failure above it in the same output, fatal ones too, did not stop it.
+    # Said by rank 0 or a line with no rank, it speaks for the whole run; by another rank, for that rank.
+    completed: dict[int, list[tuple[int, int | None]]] = {}
     # A progress line that itself reports a failure ("{'loss': nan, ..., 'epoch': 0.5}") is
     # not progress past it: a run of NaN steps must not recover its own first NaN.
     failing_lines = {(f.event.source_index, f.event.line_no) for f in findings if f.sig.is_failure}
@@ -189,13 +200,21 @@ def mark_recovered(findings: list[Finding]) -> list[Finding]:
         if (f.role == "context" and not PROGRESS_FIELDS.isdisjoint(f.event.fields)
                 and (src, f.event.line_no) not in failing_lines):
             progress.setdefault(src, []).append((f.event.line_no, f.rank))
+            if "completed" in f.event.fields:
+                completed.setdefault(src, []).append((f.event.line_no, f.rank))
         elif f.sig.is_failure and f.sig.severity == "fatal":
             last_fatal[src] = max(last_fatal.get(src, 0), f.event.line_no)
     marked = []
     for f in findings:
-        if f.sig.severity != "error" or not f.sig.is_failure:
+        if not f.sig.is_failure:
             continue
         src = f.event.source_index
+        if any(line_no > f.event.line_no and rank in (None, 0, f.rank) for line_no, rank in completed.get(src, [])):
+            f.recovered = True
+            marked.append(f)
+            continue
+        if f.sig.severity != "error":
+            continue
         if last_fatal.get(src, 0) > f.event.line_no:
             continue
         after = sum(1 for line_no, rank in progress.get(src, [])

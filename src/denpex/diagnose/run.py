@@ -231,6 +231,11 @@ def _odd_collective(root: Finding, failures: list[Finding]) -> Finding | None:
     return None
 
 
+# Failures that only say no kernel would take the inputs: a warning before them that one
+# could not be loaded (an extension built for another PyTorch) is the cause.
+WARNING_EXPLAINS = frozenset({"attention_kernel_unavailable"})
+
+
 def _cause_named_by_warning(choice: RootChoice, findings: list[Finding]) -> Finding | None:
     """The cause a process warned of before it died of an error that names no owner.
 
@@ -244,7 +249,7 @@ def _cause_named_by_warning(choice: RootChoice, findings: list[Finding]) -> Find
     root = choice.root
     if root is None or root.sig.family in NODE_FAMILIES:
         return None
-    if root.sig.owner != "unknown" and not root.sig.frame_owner:
+    if root.sig.owner != "unknown" and not root.sig.frame_owner and root.sig.category not in WARNING_EXPLAINS:
         return None  # a generic exception's owner is a default that a named cause overrides
     best: Finding | None = None
     for f in findings:
@@ -312,16 +317,22 @@ ENGINE_CODE_FAULTS = frozenset({"python_exception", "device_assert", "gpu_app_fa
 
 
 def _owner_from_raising_frame(diag: Diagnosis) -> None:
-    """A generic exception with no owner of its own takes the owner of the code that raised it (``frames``)."""
+    """A generic exception takes the owner of the code that raised it (``frames``).
+
+    The signature's own owner (``unknown``, or a class's usual owner) is what stands when the
+    traceback above the exception is not in the evidence.
+    """
     root = diag.choice.root
-    if root is None or diag.owner != "unknown" or not root.sig.frame_owner:
+    if root is None or not root.sig.frame_owner or diag.owner != root.sig.owner:
         return
     path = root.event.fields.get("raised_in")
     if not path:
         return
     owner = owner_of_frame(path)
+    if owner == diag.owner:
+        return
     where = "an installed library" if owner == "framework" else "the job's own code"
-    diag.fired.append(("raising_frame", f"the exception was raised in {where} ({path}): owner unknown -> {owner}",
+    diag.fired.append(("raising_frame", f"the exception was raised in {where} ({path}): owner {diag.owner} -> {owner}",
                        [root]))
     diag.owner = owner
 
