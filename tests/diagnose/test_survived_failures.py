@@ -66,3 +66,36 @@ def test_two_tasks_crashing_alike_name_no_initiating_rank(catalog: Catalog, tmp_
     doc = diagnose_files(catalog, tmp_path, {"job.log": text})
     reasons = [r["reason"] for r in doc["rules_fired"] if r["rule"] == "initiating_rank"]
     assert not any("named as the failed rank" in r for r in reasons)
+
+
+TCPSTORE_AT_EXIT = (
+    "v100x16-2: [2026-04-11 11:24:09,202] [INFO] [launch.py:367:main] Process 143877 exits successfully.\n"
+    "v100x16-1: [rank6]:[W411 11:24:09.688060298 TCPStore.cpp:125] [c10d] recvValue failed on SocketImpl(fd=114, "
+    "addr=[::]:36223, remote=[fdff:ffff::]:43285): Connection reset by peer\n"
+    "v100x16-1: Exception raised from recvBytes at /pytorch/torch/csrc/distributed/c10d/Utils.hpp:679 (most recent "
+    "call first):\n"
+)
+
+
+def test_a_warning_level_store_reset_as_processes_exit_is_not_a_failure(catalog: Catalog, tmp_path: Path) -> None:
+    # holdout86 (Megatron-DeepSpeed on two nodes): every rank's heartbeat monitor loses the store at exit.
+    doc = diagnose_files(catalog, tmp_path, {"train.log": TCPSTORE_AT_EXIT})
+    assert doc["status"] == "healthy"
+
+
+def test_a_warning_line_clears_only_the_failure_on_its_own_line(catalog: Catalog, tmp_path: Path) -> None:
+    # holdout90 (NeMo multi-node): the NCCL error two lines above the store warning still counts.
+    text = ("ncclInvalidUsage: This usually reflects invalid usage of NCCL library.\nLast error:\n"
+            "Bootstrap : no socket interface found\n" + TCPSTORE_AT_EXIT)
+    doc = diagnose_files(catalog, tmp_path, {"train.log": text})
+    assert doc["root_cause"]["signature_id"] == "nccl.socket_no_interface"
+
+
+def test_a_run_that_says_it_finished_recovers_a_fatal_failure_above_it(catalog: Catalog, tmp_path: Path) -> None:
+    # holdout86 (MLPerf stable diffusion): an srun helper step failed before the benchmark ran to completion.
+    text = ("srun: error: mlperf-h100-0208: task 0: Exited with exit code 1\n"
+            '0: :::MLLOG {"namespace": "", "time_ms": 1714730073085, "event_type": "INTERVAL_END", "key": "run_stop", '
+            '"value": null, "metadata": {"file": "train.py", "lineno": 1580, "status": "success"}}\n')
+    assert diagnose_files(catalog, tmp_path, {"result_0.log": text})["status"] == "healthy"
+    after = text.splitlines(keepends=True)[1] + text.splitlines(keepends=True)[0]
+    assert diagnose_files(catalog, tmp_path / "after", {"result_0.log": after})["status"] == "failed"

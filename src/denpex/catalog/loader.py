@@ -31,7 +31,7 @@ _REQUIRED = ("id", "title", "patterns", "owner", "category", "severity", "role",
              "references")
 _KNOWN = set(_REQUIRED) | {"case_insensitive", "extract", "priority", "rma", "clear_when", "missing",
                            "status", "since", "detail_follows", "end_of_source",
-                           "clears_next_failure", "clears_prior_failure", "frame_owner"}
+                           "clears_next_failure", "clears_prior_failure", "clears_line", "frame_owner"}
 
 
 class CatalogError(Exception):
@@ -106,7 +106,7 @@ def load_catalog(dirs: list[Path] | None = None, use_cache: bool = True) -> Cata
     return Catalog(signatures=sigs, sha256=sha, files=files, redirects=redirects, dirs=tuple(dirs))
 
 
-_CACHE_FORMAT = 6
+_CACHE_FORMAT = 7
 _DIGITLESS = bytes(range(256))  # a digit shape is this table with the digits' entries replaced
 
 
@@ -255,6 +255,7 @@ def _build(raw: dict[str, Any], family: str, path: Path) -> Signature:
         end_of_source=bool(raw.get("end_of_source", False)),
         clears_next_failure=bool(raw.get("clears_next_failure", False)),
         clears_prior_failure=bool(raw.get("clears_prior_failure", False)),
+        clears_line=bool(raw.get("clears_line", False)),
         frame_owner=bool(raw.get("frame_owner", False)),
     )
     # Validation compiled them already; keep them rather than compile twice.

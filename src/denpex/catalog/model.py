@@ -68,6 +68,9 @@ class Signature:
     # due to insufficient memory" after the tactic's out-of-memory error): failures within
     # CLEARS_PRIOR_LINES lines above it in the same source are part of it.
     clears_prior_failure: bool = False
+    # A line that says the failure matched on the same line is not one (a warning-level
+    # "Connection reset by peer" as processes exit): only failures on its own line.
+    clears_line: bool = False
     # A generic exception whose owner is where it was raised: the scanner records the file of
     # the traceback's last frame (``raised_in``); a library's code (site-packages) makes the
     # failure the framework's, the job's own files the user's (see ``scan.frames``).

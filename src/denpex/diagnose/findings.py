@@ -87,13 +87,14 @@ def _cleared(events: list[Event], sigs: dict[str, Signature]) -> set[tuple[int, 
     """(source, line) of failures that a line next to them says the process survived.
 
     Below a line that announces a survivable traceback, its first failure; above a line that
-    says the failure just before it was survived, every failure within CLEARS_PRIOR_LINES (its
-    own line included: a message and its "survived" detail are often one line).
+    says the failure just before it was survived, every failure within CLEARS_PRIOR_LINES; a
+    line whose own failure match is not a failure (``clears_line``), that failure.
     """
     by_source: dict[int, list[tuple[int, Signature]]] = {}
     for ev in events:
         sig = sigs.get(ev.signature_id or "")
-        if sig is not None and (sig.clears_next_failure or sig.clears_prior_failure or sig.is_failure):
+        if sig is not None and (sig.clears_next_failure or sig.clears_prior_failure or sig.clears_line
+                                or sig.is_failure):
             by_source.setdefault(ev.source_index, []).append((ev.line_no, sig))
     out: set[tuple[int, int]] = set()
     for source, found in by_source.items():
@@ -106,16 +107,13 @@ def _cleared(events: list[Event], sigs: dict[str, Signature]) -> set[tuple[int, 
                     out.add((source, found[j][0]))
                     break
                 j += 1
-            j = i - 1  # above (and on its own line): every failure in the window
+            j = i - 1  # above: every failure in the window
             while sig.clears_prior_failure and j >= 0 and line - found[j][0] <= CLEARS_PRIOR_LINES:
-                if found[j][1].is_failure:
+                if found[j][1].is_failure and found[j][0] < line:
                     out.add((source, found[j][0]))
                 j -= 1
-            j = i + 1  # a failure on the same line that sorted after it
-            while sig.clears_prior_failure and j < len(found) and found[j][0] == line:
-                if found[j][1].is_failure:
-                    out.add((source, line))
-                j += 1
+            if sig.clears_line and any(other.is_failure for ln, other in found if ln == line):
+                out.add((source, line))
     return out
 
 

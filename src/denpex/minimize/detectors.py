@@ -17,6 +17,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from denpex.scan.frames import FRAMEWORK_TREES
+
 SECRET = "secret"
 PERSONAL = "personal"
 IDENTITY = "identity"
@@ -313,7 +315,7 @@ DETECTORS: tuple[Detector, ...] = (
                  # is the standard library's (the raising-frame rule skips those): the site's
                  # part ends before either.
                  r"(?=/(?:site|dist)-packages/|/lib/python\d+(?:\.\d+)?/"
-                 r"|/(?:" + "|".join(map(re.escape, PUBLIC_PACKAGE_DIRS)) + r")/"
+                 r"|/(?:" + "|".join(map(re.escape, PUBLIC_PACKAGE_DIRS + FRAMEWORK_TREES)) + r")/"
                  r"|/[\w.@+-]{1,255}(?![\w.@+/-]))"),
              ("/",), label="path", generic=True,
              accept=_user_path,

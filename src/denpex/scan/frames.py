@@ -13,6 +13,16 @@ import re
 
 FRAME = re.compile(rb'File "([^"\n]+)", line \d+')  # behind any launcher prefix ("[rank3]:", "0: ", a host)
 _LIBRARY = re.compile(r"[/\\](?:site|dist)-packages[/\\]")
+# A framework's own package inside a source checkout (a container's /opt/megatron-lm, a
+# pip install -e of vLLM): the package directory, with more of the package below it. Engines
+# and runtimes only; glue libraries that mostly raise about the job's own configuration
+# (accelerate, Lightning, transformers' argument checks) are left to site-packages. The
+# masker keeps these directories in masked paths (minimize/detectors.py).
+FRAMEWORK_TREES = ("megatron/core", "megatron/training", "torch", "deepspeed", "vllm", "sglang", "tensorrt_llm",
+                   "nemo/collections", "apex", "jax", "flax", "xformers", "flash_attn", "triton", "verl",
+                   "torchtitan", "torchtune")
+_FRAMEWORK_TREE = re.compile(r"[/\\](?:" + "|".join(t.replace("/", r"[/\\]") for t in FRAMEWORK_TREES)
+                             + r")[/\\][\w./\\-]+\.py$")
 _STDLIB = re.compile(r"^<frozen |[/\\]lib[/\\]python\d+(?:\.\d+)?[/\\](?!(?:site|dist)-packages)"
                      r"|[/\\]Lib[/\\](?!site-packages)")
 _HEADER = re.compile(rb"Traceback \(most recent call last\)|^\s*$")
@@ -41,4 +51,4 @@ def raising_frame(data: bytes, ls: int) -> str | None:
 
 def owner_of_frame(path: str) -> str:
     """``framework`` for a file of an installed library, ``user_code`` for the job's own."""
-    return "framework" if _LIBRARY.search(path) else "user_code"
+    return "framework" if _LIBRARY.search(path) or _FRAMEWORK_TREE.search(path) else "user_code"
