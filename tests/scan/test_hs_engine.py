@@ -150,6 +150,21 @@ def test_cached_databases_of_different_catalogs_never_collide(tmp_path: Path,
     assert hits(eng, "marker one") == []
 
 
+def test_a_signature_made_end_of_source_never_meets_its_old_cached_database(monkeypatch: pytest.MonkeyPatch,
+                                                                          catalog: Catalog, tmp_path: Path) -> None:
+    # Regression: the cache key left out end_of_source, so a signature that became one kept
+    # reporting from the database built while it was an ordinary one.
+    import dataclasses
+
+    monkeypatch.setenv("DENPEX_CACHE", str(tmp_path / "cache"))
+    sig = next(s for s in catalog.signatures if s.id == "python.divisibility_assert")
+    assert sig.end_of_source
+    ordinary = dataclasses.replace(sig, end_of_source=False)
+    line = "    assert numerator % denominator == 0, \\"
+    assert hits(hs_engine.HyperscanEngine([ordinary]), line) == [(0, len(line), 0)]
+    assert hits(hs_engine.HyperscanEngine([sig]), line) == []
+
+
 def test_invalid_utf8_bytes_are_matched_like_the_characters_they_become(tmp_path: Path) -> None:
     from denpex.catalog.loader import load_catalog
 

@@ -102,7 +102,7 @@ class HyperscanEngine:
         chosen = [(i, s) for i, s in enumerate(self.signatures) if only is None or i in only]
         # Keyed by the patterns and the code that rewrites them, so a cached run skips the
         # pattern analysis too and a changed rewrite never meets a database built by the old one.
-        key = hashlib.sha256(repr([(_FORMAT, markers, i, s.case_insensitive, s.patterns, i in single)
+        key = hashlib.sha256(repr([(_FORMAT, markers, i, s.case_insensitive, s.patterns, s.end_of_source, i in single)
                                    for i, s in chosen]).encode() + _code_hash())
         base = cache_dir() / f"hs-{getattr(hyperscan, '__version__', 'x')}-{key.hexdigest()[:24]}"
         db_path, meta_path = base.with_name(base.name + ".db"), base.with_name(base.name + ".json")
