@@ -99,3 +99,15 @@ def test_a_run_that_says_it_finished_recovers_a_fatal_failure_above_it(catalog: 
     assert diagnose_files(catalog, tmp_path, {"result_0.log": text})["status"] == "healthy"
     after = text.splitlines(keepends=True)[1] + text.splitlines(keepends=True)[0]
     assert diagnose_files(catalog, tmp_path / "after", {"result_0.log": after})["status"] == "failed"
+
+
+def test_a_time_limit_after_the_run_finished_ends_nothing(catalog: Catalog, tmp_path: Path) -> None:
+    # holdout100 (MLPerf v5.0 retinanet): Slurm's time limit hit while the finished run shut down.
+    text = ('0: :::MLLOG {"namespace": "", "time_ms": 1745977418094, "event_type": "INTERVAL_END", "key": "run_stop", '
+            '"value": null, "metadata": {"file": "engine.py", "lineno": 315, "status": "success"}}\n'
+            "0: slurmstepd: error: *** STEP 152.13 ON gpu-153 CANCELLED AT 2025-04-30T01:52:49 DUE TO TIME LIMIT ***\n"
+            "srun: error: gpu-153: task 0: Terminated\n")
+    assert diagnose_files(catalog, tmp_path, {"result_0.log": text})["status"] == "healthy"
+    # A failure of the job's own after it still counts.
+    failed = text + "0: OSError: [Errno 28] No space left on device: '/results/model.ckpt'\n"
+    assert diagnose_files(catalog, tmp_path / "own", {"result_0.log": failed})["status"] == "failed"

@@ -182,7 +182,8 @@ def mark_recovered(findings: list[Finding]) -> list[Finding]:
     crash can land after its traceback when the process exits. An error counts as recovered
     only when at least RECOVERY_PROGRESS progress lines of the same rank follow it in the same
     file and no fatal failure follows it there. A line saying the run finished is stronger:
-    a process that died does not print it afterwards.
+    a process that died does not print it afterwards; and a scheduler's kill or a teardown
+    cascade after it ended nothing the run still had to do.
     """
     progress: dict[int, list[tuple[int, int | None]]] = {}
     last_fatal: dict[int, int] = {}
@@ -207,7 +208,13 @@ def mark_recovered(findings: list[Finding]) -> list[Finding]:
         if not f.sig.is_failure:
             continue
         src = f.event.source_index
-        if any(line_no > f.event.line_no and rank in (None, 0, f.rank) for line_no, rank in completed.get(src, [])):
+        done = [(line_no, rank) for line_no, rank in completed.get(src, []) if rank in (None, 0, f.rank)]
+        before = any(line_no > f.event.line_no for line_no, _ in done)
+        # After it, a scheduler's kill (a time limit reached while the job shut down) or a
+        # cascade of the teardown ended nothing the run still had to do.
+        ended_after = (f.sig.owner == "scheduler" or f.role == "cascade") and any(
+            line_no < f.event.line_no for line_no, _ in done)
+        if before or ended_after:
             f.recovered = True
             marked.append(f)
             continue

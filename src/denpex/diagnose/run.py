@@ -250,7 +250,9 @@ def _cause_named_by_warning(choice: RootChoice, findings: list[Finding]) -> Find
     if root is None or root.sig.family in NODE_FAMILIES:
         return None
     if root.sig.owner != "unknown" and not root.sig.frame_owner and root.sig.category not in WARNING_EXPLAINS:
-        return None  # a generic exception's owner is a default that a named cause overrides
+        # An error with an owner of its own keeps it; a generic exception's owner (frame_owner)
+        # or a no-kernel error's is only a default that a named cause overrides.
+        return None
     best: Finding | None = None
     for f in findings:
         if f.sig.role != "root" or f.sig.severity != "warning" or f.sig.family in NODE_FAMILIES:
