@@ -50,5 +50,5 @@ def raising_frame(data: bytes, ls: int) -> str | None:
 
 
 def owner_of_frame(path: str) -> str:
-    """``framework`` for a file of an installed library, ``user_code`` for the job's own."""
+    """``framework`` for an installed library's file or an engine's package in a checkout, else ``user_code``."""
     return "framework" if _LIBRARY.search(path) or _FRAMEWORK_TREE.search(path) else "user_code"
