@@ -97,7 +97,8 @@ def test_a_run_that_says_it_finished_recovers_a_fatal_failure_above_it(catalog: 
             '0: :::MLLOG {"namespace": "", "time_ms": 1714730073085, "event_type": "INTERVAL_END", "key": "run_stop", '
             '"value": null, "metadata": {"file": "train.py", "lineno": 1580, "status": "success"}}\n')
     assert diagnose_files(catalog, tmp_path, {"result_0.log": text})["status"] == "healthy"
-    after = text.splitlines(keepends=True)[1] + text.splitlines(keepends=True)[0]
+    # Above the line only: a full disk when the finished run writes its results still counts.
+    after = text.splitlines(keepends=True)[1] + "0: OSError: [Errno 28] No space left on device: '/results/x'\n"
     assert diagnose_files(catalog, tmp_path / "after", {"result_0.log": after})["status"] == "failed"
 
 

@@ -210,9 +210,10 @@ def mark_recovered(findings: list[Finding]) -> list[Finding]:
         src = f.event.source_index
         done = [(line_no, rank) for line_no, rank in completed.get(src, []) if rank in (None, 0, f.rank)]
         before = any(line_no > f.event.line_no for line_no, _ in done)
-        # After it, a scheduler's kill (a time limit reached while the job shut down) or a
-        # cascade of the teardown ended nothing the run still had to do.
-        ended_after = (f.sig.owner == "scheduler" or f.role == "cascade") and any(
+        # After it, a scheduler's kill (a time limit reached while the job shut down), a
+        # cascade of the teardown or an error that names no owner ended nothing the run still
+        # had to do; a failure with an owner of its own (a save that ran out of disk) still counts.
+        ended_after = (f.sig.owner in ("scheduler", "unknown") or f.role == "cascade") and any(
             line_no < f.event.line_no for line_no, _ in done)
         if before or ended_after:
             f.recovered = True
