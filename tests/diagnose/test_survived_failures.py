@@ -112,3 +112,11 @@ def test_a_time_limit_after_the_run_finished_ends_nothing(catalog: Catalog, tmp_
     # A failure of the job's own after it still counts.
     failed = text + "0: OSError: [Errno 28] No space left on device: '/results/model.ckpt'\n"
     assert diagnose_files(catalog, tmp_path / "own", {"result_0.log": failed})["status"] == "failed"
+
+
+def test_a_failure_far_below_a_finished_run_belongs_to_the_next_run(catalog: Catalog, tmp_path: Path) -> None:
+    # One output appended to by two runs (nohup.out): the second run's crash still counts.
+    done = ('0: :::MLLOG {"namespace": "", "time_ms": 1, "event_type": "INTERVAL_END", "key": "run_stop", '
+            '"value": null, "metadata": {"file": "train.py", "lineno": 1, "status": "success"}}\n')
+    text = done + "loading data\n" * 500 + "Segmentation fault (core dumped)\n"
+    assert diagnose_files(catalog, tmp_path, {"nohup.out": text})["status"] == "failed"

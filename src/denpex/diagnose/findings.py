@@ -173,6 +173,9 @@ def mark_ptx_covered(findings: list[Finding]) -> list[Finding]:
 
 
 RECOVERY_PROGRESS = 2  # progress lines needed after an error before it counts as recovered
+# How far below a "the run finished" line its shutdown may go: farther down, an output that
+# several runs were appended to holds the next run, whose failures count.
+AFTER_COMPLETION_LINES = 400
 
 
 def mark_recovered(findings: list[Finding]) -> list[Finding]:
@@ -214,7 +217,7 @@ def mark_recovered(findings: list[Finding]) -> list[Finding]:
         # cascade of the teardown or an error that names no owner ended nothing the run still
         # had to do; a failure with an owner of its own (a save that ran out of disk) still counts.
         ended_after = (f.sig.owner in ("scheduler", "unknown") or f.role == "cascade") and any(
-            line_no < f.event.line_no for line_no, _ in done)
+            0 < f.event.line_no - line_no <= AFTER_COMPLETION_LINES for line_no, _ in done)
         if before or ended_after:
             f.recovered = True
             marked.append(f)
