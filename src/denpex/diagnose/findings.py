@@ -112,8 +112,17 @@ def _cleared(events: list[Event], sigs: dict[str, Signature]) -> set[tuple[int, 
                 if found[j][1].is_failure and found[j][0] < line:
                     out.add((source, found[j][0]))
                 j -= 1
-            if sig.clears_line and any(other.is_failure for ln, other in found if ln == line):
-                out.add((source, line))
+            if sig.clears_line:
+                # Only the entries of its own line, on either side of it (a server log can hold
+                # thousands of such lines: no walk over the whole source for each).
+                j = i - 1
+                while j >= 0 and found[j][0] == line and not found[j][1].is_failure:
+                    j -= 1
+                k = i + 1
+                while k < len(found) and found[k][0] == line and not found[k][1].is_failure:
+                    k += 1
+                if (j >= 0 and found[j][0] == line) or (k < len(found) and found[k][0] == line):
+                    out.add((source, line))
     return out
 
 
