@@ -103,3 +103,23 @@ def test_arch_warning_without_ptx_is_the_failure(catalog: Catalog, tmp_path: Pat
     doc = diagnose_files(catalog, tmp_path, {"train.log": ARCH_WARNING.format(ptx="")})
     assert doc["status"] == "failed"
     assert doc["owner"] == "driver"
+
+
+SM86_WARNING = ("UserWarning: NVIDIA RTX A6000 with CUDA capability sm_86 is not compatible with the current "
+                "PyTorch installation.\n")
+NO_KERNEL = "RuntimeError: CUDA error: no kernel image is available for execution on the device\n"
+
+
+def test_no_kernel_image_alone_is_the_packages_to_fix(catalog: Catalog, tmp_path: Path) -> None:
+    # sglang#5338 (holdout107): sgl-kernel's wheel had no Blackwell code; nothing else is said.
+    doc = diagnose_files(catalog, tmp_path, {"serve.log": NO_KERNEL})
+    assert doc["owner"] == "framework"
+
+
+def test_pytorch_arch_warning_gives_no_kernel_image_its_owner_and_keeps_the_error_as_root(
+        catalog: Catalog, tmp_path: Path) -> None:
+    # eva#56 (tests/corpus/holdout5): a PyTorch wheel without sm_86 warns, then the first kernel fails.
+    doc = diagnose_files(catalog, tmp_path, {"train.log": SM86_WARNING + "loading model\n" + NO_KERNEL})
+    assert doc["owner"] == "driver"
+    assert "no kernel image" in doc["root_cause"]["evidence"][0]["text"]
+    assert "warning_names_owner" in {r["rule"] for r in doc["rules_fired"]}

@@ -84,11 +84,21 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
     known_ranks |= {f.rank for f in findings if f.rank is not None}
     choice = choose_root(failures)
     cause = _cause_named_by_warning(choice, findings)
+    owner_from: Finding | None = None
     if cause is not None and choice.root is not None:
-        fired.append(("warning_names_cause",
-                      f"the process warned of {cause.sig.id} before its unexplained failure "
-                      f"({choice.root.sig.id}): the warning is the cause", [cause, choice.root]))
-        choice.root = cause
+        if cause.sig.severity != "warning":
+            # The warning and the failure tell of the same fault ("sm_86 is not compatible with
+            # the current PyTorch installation", then "no kernel image"): the failure stays the
+            # line to quote, the warning says whose it is.
+            fired.append(("warning_names_owner",
+                          f"the process warned of {cause.sig.id} before {choice.root.sig.id}, the same fault: "
+                          f"owner {cause.sig.owner}", [cause, choice.root]))
+            owner_from = cause
+        else:
+            fired.append(("warning_names_cause",
+                          f"the process warned of {cause.sig.id} before its unexplained failure "
+                          f"({choice.root.sig.id}): the warning is the cause", [cause, choice.root]))
+            choice.root = cause
     for name, fs in choice.fired:
         fired.append((name, _CHOICE_REASONS.get(name, name), fs))
     diag = Diagnosis(catalog=catalog, results=results, findings=findings, failures=failures, choice=choice,
@@ -98,7 +108,7 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
         diag.missing = _missing_for_healthy(results)
         return diag
     fired.insert(0, ("root_selection", choice.reason, [root]))
-    diag.owner = root.sig.owner
+    diag.owner = (owner_from or root).sig.owner
     odd = _odd_collective(root, failures)
     if odd is not None:
         fired.append(("collectives_differ_at_same_seq",
@@ -233,7 +243,7 @@ def _odd_collective(root: Finding, failures: list[Finding]) -> Finding | None:
 
 # Failures that only say no kernel would take the inputs: a warning before them that one
 # could not be loaded (an extension built for another PyTorch) is the cause.
-WARNING_EXPLAINS = frozenset({"attention_kernel_unavailable"})
+WARNING_EXPLAINS = frozenset({"attention_kernel_unavailable", "cuda_build_mismatch"})
 
 
 def _cause_named_by_warning(choice: RootChoice, findings: list[Finding]) -> Finding | None:
@@ -255,7 +265,11 @@ def _cause_named_by_warning(choice: RootChoice, findings: list[Finding]) -> Find
         return None
     best: Finding | None = None
     for f in findings:
-        if f.sig.role != "root" or f.sig.severity != "warning" or f.sig.family in NODE_FAMILIES:
+        if f.sig.role != "root" or f.sig.family in NODE_FAMILIES:
+            continue
+        if f.sig.severity != "warning" and not (root.sig.category in WARNING_EXPLAINS
+                                                and f.sig.category == root.sig.category and f.sig.id != root.sig.id):
+            # A warning names the cause; so does an earlier error of the same fault told otherwise.
             continue
         if root.rank is not None and f.rank not in (None, root.rank):
             # A line with no rank may speak for every rank; a failure with no rank (a launcher's
