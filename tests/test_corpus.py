@@ -26,8 +26,11 @@ EXCEPTIONS = tomllib.loads((CORPUS / "healthy_exceptions.toml").read_text())["ex
 # that failed one start for want of KV-cache memory and was restarted by systemd (the restart
 # that served is not in the text as progress), and holdout97's CosyVoice web UI whose ONNX Runtime
 # could not load its CUDA provider (the small ONNX models ran on the CPU, the PyTorch ones on the
-# GPU; the same line ends another corpus case's run): 5 of 356 healthy cases, and a sixth fails the build.
-FLOORS = {"owner_accuracy": 0.60, "root_line_hit": 0.60, "healthy_fp_rate": 0.0160}
+# GPU; the same line ends another corpus case's run), and holdout116's two vLLM scripts whose only
+# posted line is the client's "Engine core proc EngineCore_DP0 died unexpectedly" printed at
+# interpreter exit (a vLLM shutdown bug; alone the line reads as the crash it usually reports):
+# 7 of 384 healthy cases, and an eighth fails the build.
+FLOORS = {"owner_accuracy": 0.60, "root_line_hit": 0.60, "healthy_fp_rate": 0.0185}
 
 
 @pytest.mark.parametrize("case", find_cases(HEALTHY), ids=lambda p: p.name)

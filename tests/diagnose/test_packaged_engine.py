@@ -53,3 +53,22 @@ def test_worker_prefixed_exception_inside_vllm_is_the_framework(catalog: Catalog
     doc = diagnose_files(catalog, tmp_path, {"server.log": text})
     assert doc["owner"] == "framework"
     assert "AttributeError" in doc["root_cause"]["evidence"][0]["text"]
+
+
+RAY_SEGV = ("(EngineCore_DP0 pid=742) (RayWorkerWrapper pid=233, ip=10.20.1.125) *** SIGSEGV received at "
+            "time=1762945937 on cpu 6 ***\n"
+            "(EngineCore_DP0 pid=742) (RayWorkerWrapper pid=233, ip=10.20.1.125) Fatal Python error: Segmentation fault\n")
+VLLM_LINE = "(APIServer pid=445) INFO 11-12 11:11:32 [utils.py:243] vLLM API server version 0.11.0\n"
+
+
+def test_native_crash_in_a_vllm_ray_worker_is_the_engines(catalog: Catalog, tmp_path: Path) -> None:
+    # ROCm#5656 (tests/corpus/holdout114): an AITER kernel segfaults in vLLM's Ray worker on rank 1.
+    doc = diagnose_files(catalog, tmp_path, {"serve.log": VLLM_LINE + RAY_SEGV})
+    assert doc["status"] == "failed"
+    assert doc["root_cause"]["signature_id"] == "python.fatal_error"
+    assert doc["owner"] == "framework"
+
+
+def test_native_crash_in_a_script_names_no_owner(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": "Fatal Python error: Segmentation fault\n"})
+    assert doc["owner"] == "unknown"

@@ -330,6 +330,7 @@ def _owner_from_named_cause(diag: Diagnosis) -> None:
 # are the user's, inside a packaged inference engine they are the engine's.
 ENGINE_CODE_FAULTS = frozenset({"python_exception", "device_assert", "gpu_app_fault", "device_placement",
                                 "shape_mismatch"})
+ENGINE_NATIVE_CRASHES = frozenset({"native_crash"})
 
 
 def _owner_from_raising_frame(diag: Diagnosis) -> None:
@@ -362,14 +363,20 @@ def _inside_packaged_engine(diag: Diagnosis) -> None:
     with the user.
     """
     root = diag.root
-    if root is None or diag.owner != "user_code" or root.sig.category not in ENGINE_CODE_FAULTS:
+    if root is None:
+        return
+    code_fault = diag.owner == "user_code" and root.sig.category in ENGINE_CODE_FAULTS
+    # A native crash that names no library: in an engine's process it is the engine's native
+    # code (its kernels and extensions) that crashed.
+    crash = diag.owner == "unknown" and root.sig.category in ENGINE_NATIVE_CRASHES
+    if not (code_fault or crash):
         return
     engine = next((f for f in diag.findings if f.sig.category == "serving_engine"), None)
     if engine is None:
         return
     diag.fired.append(("inside_packaged_engine",
                        f"{root.sig.id} was raised inside a packaged engine ({engine.sig.title}): "
-                       "owner user_code -> framework", [root, engine]))
+                       f"owner {diag.owner} -> framework", [root, engine]))
     diag.owner = "framework"
 
 
