@@ -36,3 +36,18 @@ def test_a_configuration_error_names_no_initiating_rank(catalog: Catalog, tmp_pa
     doc = diagnose_files(catalog, tmp_path, {"train.log": line})
     assert doc["owner"] == "user_code"
     assert doc["initiating_rank"] is None
+
+
+def test_a_single_process_run_names_no_initiating_rank(catalog: Catalog, tmp_path: Path) -> None:
+    # accelerate#3386 (tests/corpus/holdout113): one GPU under accelerate launch prints "[rank0]:".
+    text = "[rank0]: Traceback (most recent call last):\n[rank0]: IndexError: pop from an empty deque\n"
+    doc = diagnose_files(catalog, tmp_path, {"train.log": text})
+    assert doc["status"] == "failed"
+    assert doc["initiating_rank"] is None
+
+
+def test_rank_zero_among_several_ranks_is_named(catalog: Catalog, tmp_path: Path) -> None:
+    text = ("[rank1]: step 10 loss 1.0\n"
+            "[rank0]: Traceback (most recent call last):\n[rank0]: IndexError: pop from an empty deque\n")
+    doc = diagnose_files(catalog, tmp_path, {"train.log": text})
+    assert doc["initiating_rank"] == 0

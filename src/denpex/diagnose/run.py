@@ -177,6 +177,10 @@ def _same_failure_on_many_ranks(root: Finding, failures: list[Finding]) -> bool:
 def _initiating_rank(root: Finding, findings: list[Finding], failures: list[Finding],
                      known: set[int]) -> RankVerdict | None:
     multi = len(known) > 1 or any(f.rank not in (None, 0) for f in failures)
+    if not multi and (_world_size(findings) or 1) == 1 and root.rank == 0:
+        # One process, rank 0 of one (a single-GPU run under torchrun or accelerate still
+        # prints "[rank0]:"): no other rank exists to have started anything.
+        return None
     if root.role == "root" and _same_failure_on_many_ranks(root, failures):
         return None  # every rank hit the same error at once: which printed first is chance
     if root.role == "root" and root.sig.category in JOB_WIDE_CATEGORIES:
