@@ -215,3 +215,21 @@ def test_same_error_on_every_rank_at_once_names_no_rank(catalog: Catalog, tmp_pa
 def test_one_rank_alone_with_the_error_is_named(catalog: Catalog, tmp_path: Path) -> None:
     doc = diagnose_files(catalog, tmp_path, {"train.log": OOM_THEN_TIMEOUTS})
     assert doc["initiating_rank"] == 3
+
+
+def _finished_then_time_limit(kill_at: str) -> str:
+    return ("[after training is done] datetime: 2025-12-03 14:45:03\n"
+            f"slurmstepd: error: *** STEP 4226796.2 ON eos0117 CANCELLED AT 2025-12-03T{kill_at} DUE TO TIME LIMIT ***\n")
+
+
+def test_time_limit_long_after_the_run_finished_is_an_exit_hang(catalog: Catalog, tmp_path: Path) -> None:
+    # Megatron-Bridge#1656 (tests/corpus/holdout124): training done at 14:45, killed at 14:53.
+    doc = diagnose_files(catalog, tmp_path, {"slurm.out": _finished_then_time_limit("14:53:02")})
+    assert doc["status"] == "failed"
+    assert doc["owner"] == "framework"
+    assert "exit_hang" in {r["rule"] for r in doc["rules_fired"]}
+
+
+def test_time_limit_during_shutdown_right_after_finishing_is_harmless(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"slurm.out": _finished_then_time_limit("14:45:40")})
+    assert doc["status"] == "healthy"

@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass
 
 from denpex.catalog.model import Signature
+from denpex.diagnose.timeline import seconds_between
 from denpex.evidence import Event
 
 PROGRESS_FIELDS = frozenset({"step", "epoch", "checkpoint", "completed", "served"})
@@ -185,6 +186,26 @@ RECOVERY_PROGRESS = 2  # progress lines needed after an error before it counts a
 # How far below a "the run finished" line its shutdown may go: farther down, an output that
 # several runs were appended to holds the next run, whose failures count.
 AFTER_COMPLETION_LINES = 400
+# A time limit that strikes this long after the run said it finished did not cut a shutdown
+# short: the process hung on its way out (an exit hang), and the job ended as a timeout.
+EXIT_HANG_S = 300.0
+
+
+def exit_hang_after(f: Finding, completions: list[Event]) -> Event | None:
+    """The completion line a time-limit kill came EXIT_HANG_S or more after, if any.
+
+    "[after training is done] 14:45:03" then "CANCELLED AT 14:53:02 DUE TO TIME LIMIT": the
+    work was done, the process never exited, and the scheduler ended the allocation.
+    """
+    if f.sig.category != "time_limit":
+        return None
+    for ev in completions:
+        if ev.line_no > f.event.line_no:
+            continue
+        secs = seconds_between(ev, f.event)
+        if secs is not None and secs >= EXIT_HANG_S:
+            return ev
+    return None
 
 
 def mark_recovered(findings: list[Finding]) -> list[Finding]:
@@ -203,6 +224,7 @@ def mark_recovered(findings: list[Finding]) -> list[Finding]:
     # success): every failure above it in the same output, fatal ones too, did not stop it.
     # Said by rank 0 or a line with no rank, it speaks for the whole run; by another rank, for that rank.
     completed: dict[int, list[tuple[int, int | None]]] = {}
+    completed_events: dict[int, list[Event]] = {}
     # A progress line that itself reports a failure ("{'loss': nan, ..., 'epoch': 0.5}") is
     # not progress past it: a run of NaN steps must not recover its own first NaN.
     failing_lines = {(f.event.source_index, f.event.line_no) for f in findings if f.sig.is_failure}
@@ -213,6 +235,7 @@ def mark_recovered(findings: list[Finding]) -> list[Finding]:
             progress.setdefault(src, []).append((f.event.line_no, f.rank))
             if "completed" in f.event.fields:
                 completed.setdefault(src, []).append((f.event.line_no, f.rank))
+                completed_events.setdefault(src, []).append(f.event)
         elif f.sig.is_failure and f.sig.severity == "fatal":
             last_fatal[src] = max(last_fatal.get(src, 0), f.event.line_no)
     marked = []
@@ -226,7 +249,9 @@ def mark_recovered(findings: list[Finding]) -> list[Finding]:
         # cascade of the teardown or an error that names no owner ended nothing the run still
         # had to do; a failure with an owner of its own (a save that ran out of disk) still counts.
         ended_after = (f.sig.owner in ("scheduler", "unknown") or f.role == "cascade") and any(
-            0 < f.event.line_no - line_no <= AFTER_COMPLETION_LINES for line_no, _ in done)
+            0 <= f.event.line_no - line_no <= AFTER_COMPLETION_LINES for line_no, _ in done)
+        if ended_after and exit_hang_after(f, completed_events.get(src, [])) is not None:
+            ended_after = False  # the run finished long before the time limit: it hung on exit
         if before or ended_after:
             f.recovered = True
             marked.append(f)

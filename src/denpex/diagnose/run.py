@@ -11,7 +11,7 @@ from typing import Any
 
 from denpex.catalog.loader import Catalog
 from denpex.collect.inputs import Source
-from denpex.diagnose.findings import Finding, build_findings, mark_ptx_covered, mark_recovered
+from denpex.diagnose.findings import Finding, build_findings, exit_hang_after, mark_ptx_covered, mark_recovered
 from denpex.diagnose.impact import compute_impact
 from denpex.diagnose.ranks import (
     RankVerdict,
@@ -130,6 +130,7 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
     _owner_from_raising_frame(diag)
     _inside_packaged_engine(diag)
     _owner_from_named_cause(diag)
+    _exit_hang(diag)
     _rma(diag)
     diag.impact = compute_impact(findings, root, known_ranks)
     diag.secondary = _secondary(diag)
@@ -381,6 +382,27 @@ def _inside_packaged_engine(diag: Diagnosis) -> None:
     diag.fired.append(("inside_packaged_engine",
                        f"{root.sig.id} was raised inside a packaged engine ({engine.sig.title}): "
                        f"owner {diag.owner} -> framework", [root, engine]))
+    diag.owner = "framework"
+
+
+def _exit_hang(diag: Diagnosis) -> None:
+    """A time limit long after the run said it finished: the process hung on its way out.
+
+    The training loop is done; what kept the process alive past it is teardown (process
+    groups destroyed, profilers flushed, loader workers joined), the framework's part of the
+    run rather than the scheduler's, which only ended the allocation it was owed.
+    """
+    root = diag.root
+    if root is None or root.sig.category != "time_limit":
+        return
+    done = [f.event for f in diag.findings
+            if f.event.source_index == root.event.source_index and "completed" in f.event.fields]
+    finished = exit_hang_after(root, done)
+    if finished is None:
+        return
+    mins = (seconds_between(finished, root.event) or 0.0) / 60
+    diag.fired.append(("exit_hang", f"the run said it finished {mins:.0f} min before the time limit ended the job: "
+                                    f"it hung on exit; owner {diag.owner} -> framework", [root]))
     diag.owner = "framework"
 
 
