@@ -32,3 +32,22 @@ def test_kernel_log_takes_the_single_job_host(catalog: Catalog, tmp_path: Path) 
     })
     assert doc["root_cause"]["evidence"][0]["host"] == "node9"
     assert any("node9" in a.get("command", "") for a in doc["actions"])
+
+
+HUNG_IN_UVM = ("[  721.028170] INFO: task nvc:[driver]:5403 blocked for more than 120 seconds.\n"
+               "[  721.028346] Call Trace:\n"
+               "[  721.028379]  [<ffffffff8170fca4>] __mutex_lock_slowpath+0xb4/0x130\n"
+               "[  721.028422]  [<ffffffffa09c376e>] uvm_gpu_retain_by_uuid+0x1e/0x40 [nvidia_uvm]\n")
+
+
+def test_hung_task_waiting_in_the_gpu_driver_is_the_drivers(catalog: Catalog, tmp_path: Path) -> None:
+    # k8s-device-plugin#77 (tests/corpus/holdout127): nvidia-container-cli stuck in nvidia_uvm.
+    doc = diagnose_files(catalog, tmp_path, {"dmesg.log": HUNG_IN_UVM})
+    assert doc["owner"] == "driver"
+    assert "hang_in_gpu_driver" in {r["rule"] for r in doc["rules_fired"]}
+
+
+def test_hung_task_in_the_filesystem_stays_with_the_host(catalog: Catalog, tmp_path: Path) -> None:
+    text = HUNG_IN_UVM.replace("uvm_gpu_retain_by_uuid+0x1e/0x40 [nvidia_uvm]", "nfs_wait_on_request+0x1e/0x40 [nfs]")
+    doc = diagnose_files(catalog, tmp_path, {"dmesg.log": text})
+    assert doc["owner"] == "host"

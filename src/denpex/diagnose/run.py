@@ -131,6 +131,7 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
     _inside_packaged_engine(diag)
     _owner_from_named_cause(diag)
     _exit_hang(diag)
+    _hang_in_gpu_driver(diag)
     _rma(diag)
     diag.impact = compute_impact(findings, root, known_ranks)
     diag.secondary = _secondary(diag)
@@ -383,6 +384,30 @@ def _inside_packaged_engine(diag: Diagnosis) -> None:
                        f"{root.sig.id} was raised inside a packaged engine ({engine.sig.title}): "
                        f"owner {diag.owner} -> framework", [root, engine]))
     diag.owner = "framework"
+
+
+HANG_CATEGORIES = frozenset({"hung_task", "kernel_hang"})
+HANG_TRACE_LINES = 80  # how far below a hang report its call trace may run
+
+
+def _hang_in_gpu_driver(diag: Diagnosis) -> None:
+    """A kernel hang whose call trace runs through the GPU driver is the driver's to look at first.
+
+    The hung-task and soft-lockup detectors name the stuck task, not the cause; the frames
+    printed under them do. A task waiting in nvidia_uvm or spinning in amdgpu waits on the GPU
+    driver (or the GPU behind it), not on the host's filesystems or memory.
+    """
+    root = diag.root
+    if root is None or root.sig.category not in HANG_CATEGORIES or diag.owner != "host":
+        return
+    src, line = root.event.source_index, root.event.line_no
+    frame = next((f for f in diag.findings if f.sig.category == "driver_stack" and f.event.source_index == src
+                  and 0 < f.event.line_no - line <= HANG_TRACE_LINES), None)
+    if frame is None:
+        return
+    diag.fired.append(("hang_in_gpu_driver", f"the call trace under {root.sig.id} runs through the GPU driver "
+                                             f"(line {frame.event.line_no}): owner host -> driver", [root, frame]))
+    diag.owner = "driver"
 
 
 def _exit_hang(diag: Diagnosis) -> None:
