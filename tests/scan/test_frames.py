@@ -136,3 +136,14 @@ def test_a_frameworks_package_in_a_source_checkout_is_the_frameworks() -> None:
     assert owner_of_frame("/opt/megatron-lm/megatron/core/dist_checkpointing/validation.py") == "framework"
     assert owner_of_frame("/workspace/pypacks/accelerate/state.py") == "user_code"  # glue: left to site-packages
     assert owner_of_frame("/home/me/torch_experiments/train.py") == "user_code"
+
+
+def test_attribute_error_raised_inside_a_library_is_the_librarys(catalog: Catalog, tmp_path: Path) -> None:
+    # DeepSpeed#7833 (tests/corpus/holdout125): DeepSpeed calls an API its installed peer lacks.
+    text = ("Traceback (most recent call last):\n"
+            '  File "/opt/venv/lib/python3.12/site-packages/deepspeed/runtime/engine.py", line 1204, in _configure\n'
+            "    mpu.get_model_parallel_rank()\n"
+            "AttributeError: 'NoneType' object has no attribute 'get_model_parallel_rank'\n")
+    assert diagnose_files(catalog, tmp_path, {"train.log": text})["owner"] == "framework"
+    own = text.replace("/opt/venv/lib/python3.12/site-packages/deepspeed/runtime/engine.py", "/home/u/train.py")
+    assert diagnose_files(catalog, tmp_path / "own", {"train.log": own})["owner"] == "user_code"
