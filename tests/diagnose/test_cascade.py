@@ -233,3 +233,21 @@ def test_time_limit_long_after_the_run_finished_is_an_exit_hang(catalog: Catalog
 def test_time_limit_during_shutdown_right_after_finishing_is_harmless(catalog: Catalog, tmp_path: Path) -> None:
     doc = diagnose_files(catalog, tmp_path, {"slurm.out": _finished_then_time_limit("14:45:40")})
     assert doc["status"] == "healthy"
+
+
+def _timeout_at(seq: int) -> str:
+    return "".join(f"[rank{r}]:[E ProcessGroupNCCL.cpp:616] [Rank {r}] Watchdog caught collective operation timeout: "
+                   f"WorkNCCL(SeqNum={seq}, OpType=BROADCAST, NumelIn=1, NumelOut=1, Timeout(ms)=1800000) ran for "
+                   f"1800032 milliseconds before timing out.\n" for r in (1, 2, 3))
+
+
+def test_timeout_at_the_first_collective_is_the_jobs(catalog: Catalog, tmp_path: Path) -> None:
+    # LLaMA-Factory#2424 (tests/corpus/holdout47): rank 0 tokenized for longer than the timeout.
+    doc = diagnose_files(catalog, tmp_path, {"train.log": _timeout_at(1)})
+    assert doc["owner"] == "user_code"
+    assert "first_collective_timeout" in {r["rule"] for r in doc["rules_fired"]}
+
+
+def test_timeout_deep_into_training_names_no_owner(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": _timeout_at(56693)})
+    assert doc["owner"] == "unknown"

@@ -132,6 +132,7 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
     _owner_from_named_cause(diag)
     _exit_hang(diag)
     _hang_in_gpu_driver(diag)
+    _first_collective_timeout(diag)
     _rma(diag)
     diag.impact = compute_impact(findings, root, known_ranks)
     diag.secondary = _secondary(diag)
@@ -384,6 +385,30 @@ def _inside_packaged_engine(diag: Diagnosis) -> None:
                        f"{root.sig.id} was raised inside a packaged engine ({engine.sig.title}): "
                        f"owner {diag.owner} -> framework", [root, engine]))
     diag.owner = "framework"
+
+
+FIRST_COLLECTIVES = 2  # a timeout at one of the job's first collectives: a rank was not there yet
+
+
+def _first_collective_timeout(diag: Diagnosis) -> None:
+    """A collective timeout at the job's first or second collective is the job's to look at.
+
+    Nothing has run yet that could have broken: the other ranks waited for one that was still
+    preparing (tokenizing a dataset, scanning labels, loading a model on rank 0 only), started
+    late, or called a different first collective. Each of those is the job's doing; the fix is
+    a longer timeout or moving the work. A network that cannot carry traffic fails earlier, at
+    communicator set-up, with errors of its own.
+    """
+    root = diag.root
+    if root is None or root.sig.category != "nccl_timeout" or diag.owner != "unknown":
+        return
+    seq = root.event.fields.get("seq", "")
+    if not seq.isdigit() or int(seq) > FIRST_COLLECTIVES:
+        return
+    why = (f"the collective that timed out is the job's collective #{seq}: a rank was still preparing or never "
+           "arrived; owner unknown -> user_code")
+    diag.fired.append(("first_collective_timeout", why, [root]))
+    diag.owner = "user_code"
 
 
 HANG_CATEGORIES = frozenset({"hung_task", "kernel_hang"})
