@@ -84,3 +84,17 @@ def test_the_interpreter_abort_is_not_the_root_of_what_it_echoes(catalog: Catalo
     doc = diagnose_files(catalog, tmp_path, {"train.log": WATCHDOG_ABORT})
     assert doc["root_cause"]["signature_id"] != "python.fatal_error_aborted"
     assert "Watchdog caught collective operation timeout" in doc["root_cause"]["evidence"][0]["text"]
+
+
+def test_a_generic_exception_yields_to_the_specific_failure_on_its_line(catalog: Catalog, tmp_path: Path) -> None:
+    # NeMo#833 (tests/corpus/holdout): PyTorch wraps NCCL's result in a RuntimeError.
+    text = ("RuntimeError: NCCL error in: ../torch/lib/c10d/ProcessGroupNCCL.cpp:535, unhandled system error, "
+            "NCCL version 2.7.5\n")
+    doc = diagnose_files(catalog, tmp_path, {"train.log": text})
+    assert doc["root_cause"]["signature_id"].startswith("nccl.")
+    assert doc["owner"] == "unknown"
+
+
+def test_a_bare_runtime_error_is_the_librarys_to_look_at(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": "RuntimeError: view size is not compatible with input\n"})
+    assert doc["owner"] == "framework"

@@ -100,8 +100,12 @@ def test_masked_paths_keep_what_the_owner_rests_on() -> None:
 def test_the_text_report_says_why_the_owner_is_not_the_signatures(catalog: Catalog, tmp_path: Path) -> None:
     from denpex.report.text import render_text
 
-    doc = diagnose_files(catalog, tmp_path, {"train.log": LIBRARY_RAISES})
-    assert "owner: the exception was raised in an installed library" in render_text(doc)
+    # The same RuntimeError raised by the job's own script: owner framework -> user_code, and why.
+    own = LIBRARY_RAISES.replace("/root/miniconda3/envs/open/lib/python3.11/site-packages/deepspeed/runtime/zero/"
+                                 "partitioned_param_coordinator.py", "/root/train_ppo.py")
+    doc = diagnose_files(catalog, tmp_path, {"train.log": own})
+    assert doc["owner"] == "user_code"
+    assert "owner: the exception was raised in the job's own code" in render_text(doc)
 
 
 def test_an_error_raised_in_an_engines_source_checkout_is_the_engines(catalog: Catalog, tmp_path: Path) -> None:

@@ -75,9 +75,18 @@ def build_findings(events: list[Event], sigs: dict[str, Signature]) -> list[Find
                                or (not sig.end_of_source and _TRACEBACK_CODE.search(ev.text))):
             continue
         out.append(Finding(ev, sig, sig.priority, rank=rank_of(ev)))
+    # A generic exception ("RuntimeError: NCCL error in: ..., unhandled system error") says no
+    # more than the specific failure found on the same line; that one alone stands for it.
+    specific = {(f.event.source_index, f.event.line_no) for f in out if f.sig.is_failure and not _generic(f.sig)}
+    out = [f for f in out if not (_generic(f.sig) and (f.event.source_index, f.event.line_no) in specific)]
     _inherit_record_ranks(out)
     _ranks_from_process_map(out)
     return out
+
+
+def _generic(sig: Signature) -> bool:
+    """An exception class matched by name whose owner comes from the raising frame (RuntimeError, ...)."""
+    return sig.frame_owner and sig.category == "python_exception"
 
 
 CLEARS_NEXT_LINES = 20  # how far below an announcing harmless line the traceback it announces may end

@@ -353,11 +353,9 @@ def _owner_from_raising_frame(diag: Diagnosis) -> None:
     if not path:
         return
     owner = owner_of_frame(path)
-    if owner == diag.owner:
-        return
     where = "an installed library" if owner == "framework" else "the job's own code"
-    diag.fired.append(("raising_frame", f"the exception was raised in {where} ({path}): owner {diag.owner} -> {owner}",
-                       [root]))
+    change = f"owner {owner}" if owner == diag.owner else f"owner {diag.owner} -> {owner}"
+    diag.fired.append(("raising_frame", f"the exception was raised in {where} ({path}): {change}", [root]))
     diag.owner = owner
 
 
