@@ -38,10 +38,14 @@ SRC_URL = ("https://github.com/NVIDIA/open-gpu-kernel-modules/blob/main/"
 
 # "nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV error"
 PREFIX = r"SXid \(PCI:[0-9A-Fa-f:.]+\): "
+# Fabric Manager's own log (fabricmanager.log) names the same code in its words:
+# "detected NVSwitch non-fatal error 12028 on fid 0 on NVSwitch pci bus id 00000000:07:00.0 physical id 0 port 33"
+FM_PREFIX = r"detected NVSwitch (?:non-)?fatal error "
 EXTRACT = [
     r"nvidia-nvswitch(?P<nvswitch>\d+):",
     r"SXid \(PCI:(?P<pci_bus_id>[0-9A-Fa-f:.]+)\): (?P<sxid>\d+), (?P<reported>Fatal|Non-fatal|Correctable)",
     r", Link (?P<link>\d+)",
+    r"detected NVSwitch (?:non-)?fatal error (?P<sxid>\d+) ",
 ]
 
 STEPS_ALWAYS_FATAL: list[dict[str, object]] = [
@@ -190,7 +194,7 @@ def render(rows: list[Row]) -> tuple[str, str]:
         if row.fm_name and re.sub(r"\W", "", row.fm_name.lower()) != re.sub(r"\W", "", desc.lower()):
             title += f" ({row.fm_name})"
         toml += ["[[signature]]", f"id = {tq(sid)}", f"title = {tq(title)}",
-                 f"patterns = [{tq(PREFIX + str(row.code) + ', ')}]",
+                 f"patterns = [{tq(PREFIX + str(row.code) + ', ')}, {tq(FM_PREFIX + str(row.code) + ' ')}]",
                  "extract = [" + ", ".join(tq(p) for p in EXTRACT) + "]",
                  "owner = 'interconnect'", "category = 'nvswitch_error'", f"severity = {tq(sev)}",
                  f"role = {tq(role)}", f"priority = {prio}", f"rma = {tq(rma)}",
@@ -215,6 +219,9 @@ def render(rows: list[Row]) -> tuple[str, str]:
                f"# expect-none: {sid}",
                f"{prefix}NVRM: Xid (PCI:0000:3b:00): 45, pid=2231, name=python3, "
                f"Ch 0000{row.code % 100:04d}", ""]
+        fm = (f"[Feb 25 2025 14:0{i % 10}:18] [ERROR] [tid 1803] detected NVSwitch {printed.lower()} error {row.code} "
+              f"on fid 0 on NVSwitch pci bus id 0000{pci} physical id {sw} port {link}")
+        ex += [f"# expect: {sid} sxid={row.code}", fm, ""]
     return "\n".join(toml), "\n".join(ex)
 
 

@@ -51,3 +51,20 @@ def test_hung_task_in_the_filesystem_stays_with_the_host(catalog: Catalog, tmp_p
     text = HUNG_IN_UVM.replace("uvm_gpu_retain_by_uuid+0x1e/0x40 [nvidia_uvm]", "nfs_wait_on_request+0x1e/0x40 [nfs]")
     doc = diagnose_files(catalog, tmp_path, {"dmesg.log": text})
     assert doc["owner"] == "host"
+
+
+OOPS = ("BUG: unable to handle kernel NULL pointer dereference at 0000000000000078\n"
+        "IP: [<ffffffff810a2c38>] pick_next_task_fair+0x6b8/0x820\n")
+
+
+def test_oops_in_the_core_kernel_is_the_hosts(catalog: Catalog, tmp_path: Path) -> None:
+    # node-problem-detector's kernel-log fixture (tests/corpus/holdout129).
+    doc = diagnose_files(catalog, tmp_path, {"kern.log": OOPS})
+    assert doc["owner"] == "host"
+    assert "oops_in_core_kernel" in {r["rule"] for r in doc["rules_fired"]}
+
+
+def test_oops_in_a_driver_module_names_no_host_fault(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"kern.log": OOPS.replace("pick_next_task_fair+0x6b8/0x820",
+                                                                      "_nv012345rm+0x6b8/0x820 [nvidia]")})
+    assert doc["owner"] == "driver"

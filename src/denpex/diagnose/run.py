@@ -410,6 +410,7 @@ def _first_collective_timeout(diag: Diagnosis) -> None:
 
 
 HANG_CATEGORIES = frozenset({"hung_task", "kernel_hang"})
+OOPS_CATEGORIES = frozenset({"kernel_bug"})
 HANG_TRACE_LINES = 80  # how far below a hang report its call trace may run
 
 
@@ -421,16 +422,29 @@ def _hang_in_gpu_driver(diag: Diagnosis) -> None:
     driver (or the GPU behind it), not on the host's filesystems or memory.
     """
     root = diag.root
-    if root is None or root.sig.category not in HANG_CATEGORIES or diag.owner != "host":
+    if root is None or root.sig.category not in HANG_CATEGORIES | OOPS_CATEGORIES:
+        return
+    if root.sig.category in HANG_CATEGORIES and diag.owner != "host":
         return
     src, line = root.event.source_index, root.event.line_no
-    frame = next((f for f in diag.findings if f.sig.category == "driver_stack" and f.event.source_index == src
-                  and 0 < f.event.line_no - line <= HANG_TRACE_LINES), None)
-    if frame is None:
+
+    def below(category: str) -> Finding | None:
+        return next((f for f in diag.findings if f.sig.category == category and f.event.source_index == src
+                     and 0 < f.event.line_no - line <= HANG_TRACE_LINES), None)
+
+    frame = below("driver_stack")
+    if frame is not None:
+        diag.fired.append(("hang_in_gpu_driver", f"the call trace under {root.sig.id} runs through the GPU driver "
+                                                 f"(line {frame.event.line_no}): owner {diag.owner} -> driver",
+                           [root, frame]))
+        diag.owner = "driver"
         return
-    diag.fired.append(("hang_in_gpu_driver", f"the call trace under {root.sig.id} runs through the GPU driver "
-                                             f"(line {frame.event.line_no}): owner host -> driver", [root, frame]))
-    diag.owner = "driver"
+    core = below("kernel_ip_core") if root.sig.category in OOPS_CATEGORIES and diag.owner == "unknown" else None
+    if core is not None:
+        why = (f"the oops's instruction pointer is in the core kernel (line {core.event.line_no}), no driver "
+               "module: owner unknown -> host")
+        diag.fired.append(("oops_in_core_kernel", why, [root, core]))
+        diag.owner = "host"
 
 
 def _exit_hang(diag: Diagnosis) -> None:
