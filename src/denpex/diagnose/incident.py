@@ -14,7 +14,7 @@ from typing import Any
 from denpex import __version__
 from denpex.catalog.model import Signature, Step
 from denpex.diagnose.findings import Finding
-from denpex.diagnose.run import Diagnosis
+from denpex.diagnose.model import Diagnosis
 from denpex.diagnose.timeline import absolute_time, ordered
 
 SCHEMA = "denpex.incident/v1"

@@ -21,7 +21,7 @@ from denpex.catalog.loader import Catalog
 from denpex.collect.inputs import Source, expand_paths
 from denpex.diagnose import diagnose_paths
 from denpex.diagnose.incident import build_incident
-from denpex.diagnose.run import Diagnosis
+from denpex.diagnose.model import Diagnosis
 from denpex.minimize.masker import Masker
 from denpex.minimize.stream import MaskInputError, learn_stream, mask_stream, open_input
 from denpex.minimize.strict import Context, build_strict

@@ -15,7 +15,7 @@ from typing import Any
 
 from denpex import __version__
 from denpex.diagnose.findings import Finding
-from denpex.diagnose.run import Diagnosis
+from denpex.diagnose.model import Diagnosis
 from denpex.diagnose.timeline import ordered, seconds_between
 
 SCHEMA = "denpex.strict/v1"
