@@ -232,8 +232,7 @@ def mark_recovered(findings: list[Finding]) -> list[Finding]:
     # Where a run said it finished ("Training completed", MLPerf's run_stop with status
     # success): every failure above it in the same output, fatal ones too, did not stop it.
     # Said by rank 0 or a line with no rank, it speaks for the whole run; by another rank, for that rank.
-    completed: dict[int, list[tuple[int, int | None]]] = {}
-    completed_events: dict[int, list[Event]] = {}
+    completed: dict[int, list[tuple[int | None, Event]]] = {}
     # A progress line that itself reports a failure ("{'loss': nan, ..., 'epoch': 0.5}") is
     # not progress past it: a run of NaN steps must not recover its own first NaN.
     failing_lines = {(f.event.source_index, f.event.line_no) for f in findings if f.sig.is_failure}
@@ -243,8 +242,7 @@ def mark_recovered(findings: list[Finding]) -> list[Finding]:
                 and (src, f.event.line_no) not in failing_lines):
             progress.setdefault(src, []).append((f.event.line_no, f.rank))
             if "completed" in f.event.fields:
-                completed.setdefault(src, []).append((f.event.line_no, f.rank))
-                completed_events.setdefault(src, []).append(f.event)
+                completed.setdefault(src, []).append((f.rank, f.event))
         elif f.sig.is_failure and f.sig.severity == "fatal":
             last_fatal[src] = max(last_fatal.get(src, 0), f.event.line_no)
     marked = []
@@ -252,14 +250,14 @@ def mark_recovered(findings: list[Finding]) -> list[Finding]:
         if not f.sig.is_failure:
             continue
         src = f.event.source_index
-        done = [(line_no, rank) for line_no, rank in completed.get(src, []) if rank in (None, 0, f.rank)]
-        before = any(line_no > f.event.line_no for line_no, _ in done)
+        done = [ev for rank, ev in completed.get(src, []) if rank in (None, 0, f.rank)]
+        before = any(ev.line_no > f.event.line_no for ev in done)
         # After it, a scheduler's kill (a time limit reached while the job shut down), a
         # cascade of the teardown or an error that names no owner ended nothing the run still
         # had to do; a failure with an owner of its own (a save that ran out of disk) still counts.
         ended_after = (f.sig.owner in ("scheduler", "unknown") or f.role == "cascade") and any(
-            0 <= f.event.line_no - line_no <= AFTER_COMPLETION_LINES for line_no, _ in done)
-        if ended_after and exit_hang_after(f, completed_events.get(src, [])) is not None:
+            0 <= f.event.line_no - ev.line_no <= AFTER_COMPLETION_LINES for ev in done)
+        if ended_after and exit_hang_after(f, done) is not None:
             ended_after = False  # the run finished long before the time limit: it hung on exit
         if before or ended_after:
             f.recovered = True
