@@ -51,3 +51,33 @@ def test_rank_zero_among_several_ranks_is_named(catalog: Catalog, tmp_path: Path
             "[rank0]: Traceback (most recent call last):\n[rank0]: IndexError: pop from an empty deque\n")
     doc = diagnose_files(catalog, tmp_path, {"train.log": text})
     assert doc["initiating_rank"] == 0
+
+
+# OLMo's committed test run (tests/corpus/holdout144): one worker, its YAML config broken.
+ONE_WORKER = ("2025-05-21 17:50:36.632\tdevbox:0\tolmo.util:168\tCRITICAL\tUncaught ScannerError: while scanning for the next token\n"
+              "[2025-05-21 17:50:38,724] torch.distributed.elastic.multiprocessing.api: [ERROR] failed (exitcode: 1) "
+              "local_rank: 0 (pid: 4703) of binary: /usr/local/bin/python\n")
+
+
+def test_the_only_worker_of_torchrun_is_not_named_as_the_initiating_rank(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"stderr.log": ONE_WORKER})
+    assert doc["owner"] == "user_code"
+    assert doc["initiating_rank"] is None
+
+
+def test_a_launch_command_with_two_workers_makes_local_rank_zero_worth_naming(catalog: Catalog, tmp_path: Path) -> None:
+    # ColossalAI Gemini (tests/corpus/holdout108): worker 0 of two killed by the host's OOM killer.
+    text = ("+ torchrun --standalone --nproc_per_node=2 ./train_gpt_demo.py --tp_degree=1\n"
+            "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 2410412) "
+            "of binary: /data/envs/cai/bin/python\n")
+    doc = diagnose_files(catalog, tmp_path, {"train.log": text})
+    assert doc["initiating_rank"] == 0
+
+
+def test_workers_sent_the_closing_signal_show_there_were_several(catalog: Catalog, tmp_path: Path) -> None:
+    # x-flux (tests/corpus/holdout): the agent stops pid 3788 after pid 3787 (local rank 0) died.
+    text = ("W0902 00:42:50.212000 1333 torch/distributed/elastic/multiprocessing/api.py:858] Sending process 3788 closing signal SIGTERM\n"
+            "E0902 00:42:54.953000 1333 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: -9) "
+            "local_rank: 0 (pid: 3787) of binary: /envs/x-flux/bin/python\n")
+    doc = diagnose_files(catalog, tmp_path, {"train.log": text})
+    assert doc["initiating_rank"] == 0

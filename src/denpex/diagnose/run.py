@@ -140,10 +140,17 @@ def _same_failure_on_many_ranks(root: Finding, failures: list[Finding]) -> bool:
 def _initiating_rank(root: Finding, findings: list[Finding], failures: list[Finding],
                      known: set[int]) -> RankVerdict | None:
     multi = len(known) > 1 or any(f.rank not in (None, 0) for f in failures)
-    if not multi and (_world_size(findings) or 1) == 1 and root.rank == 0:
+    if not multi and (_world_size(findings) or 1) == 1 and root.rank in (0, None) and not _several_workers(findings):
         # One process, rank 0 of one (a single-GPU run under torchrun or accelerate still
-        # prints "[rank0]:"): no other rank exists to have started anything.
-        return None
+        # prints "[rank0]:", torchrun's failure record says "local_rank: 0"): no other rank
+        # exists to have started anything.
+        verdict = _named_rank(root, findings, failures, known, multi)
+        return None if verdict is None or verdict.rank == 0 else verdict
+    return _named_rank(root, findings, failures, known, multi)
+
+
+def _named_rank(root: Finding, findings: list[Finding], failures: list[Finding], known: set[int],
+                multi: bool) -> RankVerdict | None:
     if root.role == "root" and _same_failure_on_many_ranks(root, failures):
         return None  # every rank hit the same error at once: which printed first is chance
     if root.role == "root" and root.sig.category in JOB_WIDE_CATEGORIES:
@@ -253,6 +260,22 @@ def _cause_named_by_warning(choice: RootChoice, findings: list[Finding]) -> Find
         if best is None or f.priority > best.priority:
             best = f
     return best
+
+
+def _several_workers(findings: list[Finding]) -> bool:
+    """Whether the launcher shows more than one worker process, when no line names another rank.
+
+    torchrun's agent sends its closing signal to the workers that did not fail (a pid other
+    than the failed one's), and a launch command asks for several processes per node.
+    """
+    failed = {f.event.fields.get("pid") for f in findings if "local_rank" in f.event.fields}
+    for f in findings:
+        fields = f.event.fields
+        if f.sig.category == "launcher_teardown" and fields.get("pid") not in failed:
+            return True
+        if fields.get("nproc_per_node", "").isdigit() and int(fields["nproc_per_node"]) > 1:
+            return True
+    return False
 
 
 def _world_size(findings: list[Finding]) -> int | None:
