@@ -18,8 +18,14 @@ _TORCHRUN = re.compile(r"^(?:[\d\-:T.,/ ]{8,32} |\[\d+\] )?\[(?:rank|default|wor
 _MPIRUN = re.compile(r"^\[(?:\d+,)?(\d+)\]<std(?:out|err)>:\s?")
 # srun --label: "3: ..." (enabled per file, once most lines carry it)
 SRUN_LABEL = re.compile(r"^\s{0,4}(\d{1,5}): ")
-# DeepSpeed launcher: "node01: [rank3]: ..." or "node01: ..." (pdsh)
-_PDSH = re.compile(r"^([A-Za-z][\w.-]*): (?=\[|\S)")
+# DeepSpeed's and GPT-NeoX's pdsh runner, clush, talosctl: "node01: [rank3]: ..." or "10.0.0.2: ..."
+# (enabled per file, once enough lines carry one of a few such prefixes; see ``host_prefixes``)
+_HOST_PREFIX = re.compile(r"^([A-Za-z0-9][\w.-]{0,62}): (?=\S)", re.M)
+# Words that start lines the way a host does ("error: ...") and labels that are not hosts.
+_NOT_HOSTS = frozenset({"info", "warning", "warn", "error", "debug", "note", "notice", "trace", "fatal",
+                        "critical", "hint", "usage", "exception", "traceback", "caused-by", "step", "epoch"})
+_NOT_HOST_PREFIXES = ("slurmstepd", "srun", "pdsh", "sshd", "systemd", "kernel", "python")
+MAX_HOST_PREFIXES = 64
 # NCCL_DEBUG: "node01:1234:5678 [3] NCCL INFO ..." (host:pid:tid [cudaDev])
 _NCCL = re.compile(r"(?:^|\s)([A-Za-z0-9][\w.-]*):(\d+):(\d+) \[(\d+)\] (?:[\w/.]+:\d+ )?(?:\(\w+\) )?NCCL ")
 # PyTorch c10d: "[Rank 3]" / "[PG 0 (default_pg) Rank 3]"
@@ -168,3 +174,32 @@ def looks_srun_labelled(sample_lines: list[str]) -> bool:
     if len(lines) == 2:
         return hits == 2  # a two-line excerpt: both lines must carry the label
     return hits >= 0.6 * len(lines)
+
+
+def host_prefixes(sample: str) -> tuple[str, ...]:
+    """Hosts whose name prefixes lines of a multi-node launcher's output ("worker-1: ...").
+
+    pdsh-based runners (DeepSpeed, GPT-NeoX) put every line of every node behind the node's
+    name, so a traceback's lines no longer start where signatures expect them. A prefix counts
+    as a host when it looks like one (digits, dots or dashes in it, or "localhost"), is no log
+    level or program label, and starts at least three of the sample's lines (every line of a
+    shorter excerpt); the hosts together
+    must start at least a fifth of its non-empty lines.
+    """
+    counts: dict[str, int] = {}
+    for name in _HOST_PREFIX.findall(sample):
+        counts[name] = counts.get(name, 0) + 1
+    if not counts:
+        return ()
+    lines = sum(1 for ln in sample.split("\n") if ln.strip())
+    hosts = sorted(h for h, n in counts.items() if n >= min(3, lines) and _looks_like_host(h))
+    if not hosts or sum(counts[h] for h in hosts) < 0.2 * lines:
+        return ()
+    return tuple(hosts[:MAX_HOST_PREFIXES])
+
+
+def _looks_like_host(name: str) -> bool:
+    low = name.lower()
+    if name.isdigit() or low in _NOT_HOSTS or low.startswith(_NOT_HOST_PREFIXES):
+        return False
+    return low == "localhost" or any(ch.isdigit() or ch in "-." for ch in name)

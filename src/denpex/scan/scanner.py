@@ -29,7 +29,7 @@ from denpex.catalog.model import Signature
 from denpex.collect.allocator import reuse_freed_blocks
 from denpex.collect.inputs import BLOCK, Source, read_blocks, split_points
 from denpex.collect.kinds import detect_kind, rank_from_name
-from denpex.collect.lineinfo import looks_srun_labelled, normalize_pci, parse_line_info
+from denpex.collect.lineinfo import host_prefixes, looks_srun_labelled, normalize_pci, parse_line_info
 from denpex.collect.timestamps import YEAR_UNKNOWN, Stamp, parse_stamp
 from denpex.evidence import Event
 from denpex.scan.engine import Candidate, Engine, Limits, default_engine
@@ -160,6 +160,7 @@ class PartResult:
     source: Source
     kind: str
     srun: bool
+    hosts: tuple[str, ...] = ()  # names that prefix lines ("worker-1: "), from the source's first block
     lines: int = 0
     ranks: set[int] = field(default_factory=set)
     # (ordinal of the hit among its signature's hits in this part, dedupe key or None, event)
@@ -220,7 +221,7 @@ class Scanner:
         return merge_parts(src, [self.scan_part(src)], self.caps_by_id)
 
     def scan_part(self, src: Source, part: tuple[int, int | None] | None = None,
-                  head: tuple[str, bool] | None = None) -> PartResult:
+                  head: Head | None = None) -> PartResult:
         """Scan the whole source, or the stretch ``part`` whose kind the first block told (``head``)."""
         res: PartResult | None = None if head is None else PartResult(src, *head)
         seen: set[ContextKey] = set()
@@ -230,8 +231,9 @@ class Scanner:
                 res = PartResult(src, *classify(src.display, block.data))
             if self.progress is not None:
                 self.progress.add_bytes(len(block.data))
-            res.lines += self._match(block.data, res, seen)
-            self._ranks(block.data, res, self.engine.markers)
+            blanked = _blank_hosts(block.data, res.hosts) if res.hosts else None
+            res.lines += self._match(block.data, res, seen, blanked)
+            self._ranks(block.data if blanked is None else blanked, res, self.engine.markers)
             last = block.data
         if res is None:
             return PartResult(src, detect_kind(src.display, ""), False)
@@ -266,14 +268,23 @@ class Scanner:
         if res.srun:
             res.ranks.update(int(r) for r in set(_line_prefixes("srun", data)))
 
-    def _match(self, data: bytes, res: PartResult, seen: set[ContextKey]) -> int:
-        """Events of one block into ``res``; returns the block's line count (counted on the way)."""
+    def _match(self, data: bytes, res: PartResult, seen: set[ContextKey], blanked: bytes | None = None) -> int:
+        """Events of one block into ``res``; returns the block's line count (counted on the way).
+
+        ``blanked`` is the block with its host prefixes turned to spaces (see ``_blank_hosts``):
+        it is scanned too, and what only it matches is confirmed and read there.
+        """
         sigs = self.catalog.signatures
         hits = res.hits
         keep: list[tuple[int, Signature, str, dict[str, str], tuple[int, ContextKey | None] | None]] = []
         present: dict[int, list[Candidate]] = {}
         caps = self.caps
-        for ls, le, idx, need in self.engine.scan(data, self._limits(res)):
+        limits = self._limits(res)
+        found = self.engine.scan(data, limits)
+        only_blanked: set[tuple[int, int]] = set()
+        if blanked is not None and blanked != data:
+            found, only_blanked = self._add_blanked(found, blanked, limits)
+        for ls, le, idx, need in found:
             sig = sigs[idx]
             if sig.category == "progress":
                 # Which of these lines to keep is decided below; an engine that reports every
@@ -282,17 +293,26 @@ class Scanner:
                 continue
             sid = sig.id
             n = hits.get(sid, 0)
-            if n >= caps[idx]:
+            if n > caps[idx]:
+                continue  # past the cap and already counted as more: a flood costs nothing here
+            from_blanked = (ls, idx) in only_blanked
+            raw = (blanked if blanked is not None and from_blanked else data)[ls:le]
+            if need and not self._confirm(idx, raw):
+                # An engine may report a line for confirmation that only its blanked form
+                # matches (a pattern anchored at the line's start): that one counts.
+                if blanked is None or from_blanked or not self._confirm(idx, blanked[ls:le]):
+                    continue
+                from_blanked, raw = True, blanked[ls:le]
+            if n == caps[idx]:
                 # Past the cap only whether there was one more line is kept (the incident says
                 # lines were left out): a flood of a million lines costs one confirmation.
-                if n == caps[idx] and (not need or self._confirm(idx, data[ls:le])):
-                    hits[sid] = n + 1
+                hits[sid] = n + 1
                 continue
-            if need and not self._confirm(idx, data[ls:le]):
-                continue
-            line = data[ls:le].decode("utf-8", "replace")
+            line = raw.decode("utf-8", "replace")
             hits[sid] = n + 1
             fields = sig.extract_fields(line)
+            if from_blanked:
+                line = data[ls:le].decode("utf-8", "replace")  # the event shows the line as written
             key: ContextKey | None = None
             if sig.role == "context" and sig.category != "harmless":
                 # Facts repeat (every communicator prints its rank map, every retry the same
@@ -319,6 +339,23 @@ class Scanner:
             else:
                 res.events.append((tag[0], tag[1], ev))
         return line_no - res.lines - 1 + data.count(b"\n", counted_to)
+
+    def _add_blanked(self, found: list[Candidate], blanked: bytes,
+                     limits: Limits) -> tuple[list[Candidate], set[tuple[int, int]]]:
+        """``found`` and the hits only the blanked block gives; the second set names those.
+
+        Offsets are the same in both blocks. Progress lines are left to the block as written
+        (their windows are searched there), and the markers of both passes count.
+        """
+        markers = set(self.engine.markers)
+        have = {(c[0], c[2]) for c in found}
+        sigs = self.catalog.signatures
+        extra = [c for c in self.engine.scan(blanked, limits)
+                 if (c[0], c[2]) not in have and sigs[c[2]].category != "progress"]
+        self.engine.markers = markers | self.engine.markers
+        if not extra:
+            return found, set()
+        return sorted(found + extra), {(c[0], c[2]) for c in extra}
 
     def _progress_lines(self, idx: int, data: bytes, res: PartResult,
                         found: list[Candidate] | None) -> list[tuple[int, Signature, str, dict[str, str], None]]:
@@ -386,14 +423,16 @@ class Scanner:
     def _event(self, sig: Signature, fields: dict[str, str], line: str, line_no: int, ls: int,
                res: PartResult, memo: _StampMemo) -> Event:
         src = res.source
-        info = parse_line_info(line, res.srun)
+        host = _host_prefix(line, res.hosts) if res.hosts else None
+        body = line if host is None else line[len(host) + 2:]
+        info = parse_line_info(body, res.srun)
         ev = Event(source=src.display, line_no=line_no, text=_kept_text(line, sig), signature_id=sig.id,
                    fields=fields,
-                   source_index=src.index, rank=info.rank, host=info.host, pid=info.pid,
+                   source_index=src.index, rank=info.rank, host=info.host or host, pid=info.pid,
                    gpu_index=info.gpu_index, pci_bus_id=info.pci_bus_id, uuid=info.uuid)
-        stamp = parse_stamp(line)
-        if stamp is None and line[:1].isspace():
-            stamp = parse_stamp(line.lstrip())
+        stamp = parse_stamp(body)
+        if stamp is None and body[:1].isspace():
+            stamp = parse_stamp(body.lstrip())
         if stamp is not None:
             memo.remember(ls, stamp, line_no)
         else:
@@ -469,10 +508,45 @@ def _cap(sig: Signature, sources: int) -> int:
     return min(MAX_EVENTS_PER_SIGNATURE, max(MIN_CONTEXT_PER_SOURCE, MAX_CONTEXT_EVENTS_TOTAL // max(1, sources)))
 
 
-def classify(display: str, first_block: bytes) -> tuple[str, bool]:
-    """A source's kind and whether its lines carry srun labels, from its first block."""
+Head = tuple[str, bool, tuple[str, ...]]  # kind, srun labels, host prefixes (see ``classify``)
+
+
+def classify(display: str, first_block: bytes) -> Head:
+    """A source's kind, whether its lines carry srun labels, and the hosts that prefix them, from its first block."""
     sample = first_block[:_SAMPLE].decode("utf-8", "replace")
-    return detect_kind(display, sample), looks_srun_labelled(sample.split("\n", 200)[:200])
+    lines = sample.split("\n", 200)[:200]
+    srun = looks_srun_labelled(lines)
+    return detect_kind(display, sample), srun, () if srun else host_prefixes("\n".join(lines))
+
+
+def _blank_hosts(data: bytes, hosts: tuple[str, ...]) -> bytes:
+    """The block with each line's host prefix ("worker-1: ") turned to spaces: offsets and lines stay.
+
+    Signatures anchored at a line's start (a Python exception, "Bus error") then match a
+    node's line behind its name as they do without it, at the cost of a second pass over
+    the blocks of such sources only. A rank prefix behind the host moves to the line's start
+    ("[rank3]:" then the spaces), where those signatures allow it.
+    """
+    for host in hosts:
+        rx, blank = _host_blanker(host)
+        data = rx.sub(blank, data)
+        m = rx.match(b"\n" + data[:len(host) + 40])
+        if m is not None:  # the block's first line has no newline before it
+            data = m.expand(blank)[1:] + data[m.end() - 1:]
+    return data
+
+
+@functools.lru_cache(maxsize=256)
+def _host_blanker(host: str) -> tuple[re.Pattern[bytes], bytes]:
+    prefix = host.encode() + b": "
+    rx = re.compile(b"\n" + re.escape(prefix) + rb"((?:\[(?:rank|default)\d+\]:)?)")
+    return rx, b"\n\\1" + b" " * len(prefix)
+
+
+def _host_prefix(line: str, hosts: tuple[str, ...]) -> str | None:
+    """The host whose name prefixes ``line``, if any of ``hosts`` does."""
+    head, sep, _ = line.partition(": ")
+    return head if sep and head in hosts else None
 
 
 def merge_parts(src: Source, parts: list[PartResult], caps: dict[str, int]) -> SourceResult:
@@ -627,7 +701,7 @@ PARALLEL_MIN_BYTES = 32 * 1024 * 1024  # below this a process pool costs more th
 SPLIT_MIN_BYTES = 64 * 1024 * 1024  # a file this large is split across the pool
 SPLIT_PART_BYTES = 16 * 1024 * 1024  # the smallest stretch worth a task of its own
 
-Unit = tuple[Source, tuple[int, int | None] | None, tuple[str, bool] | None]
+Unit = tuple[Source, tuple[int, int | None] | None, Head | None]
 
 
 def default_jobs(sources: list[Source], total: int | None = None) -> int:
@@ -672,7 +746,7 @@ def plan_units(sources: list[Source], jobs: int) -> list[Unit]:
     return units
 
 
-def _splittable_head(src: Source) -> tuple[str, bool] | None:
+def _splittable_head(src: Source) -> Head | None:
     """The kind from a plain text file's first block, or None when the file must be read whole."""
     if src.path is None:
         return None

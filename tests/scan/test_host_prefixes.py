@@ -1,0 +1,123 @@
+"""Lines behind a node's name (pdsh, clush, talosctl) match as they do without it, and say which host spoke."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from denpex.catalog import Catalog
+from denpex.collect import inputs
+from denpex.collect.inputs import expand_paths
+from denpex.collect.lineinfo import host_prefixes
+from denpex.diagnose.incident import build_incident
+from denpex.diagnose.run import diagnose_results
+from denpex.report.json_report import render_json
+from denpex.scan import scanner
+from denpex.scan.engine import ReEngine, default_engine
+from denpex.scan.scanner import scan_all
+from tests.helpers import diagnose_files
+
+# DeepSpeed on ALCF Polaris (tests/corpus/holdout134): the pdsh runner prefixes the node's name.
+POLARIS = "x3202c0s31b0n0: AssertionError: Micro batch size per gpu: 0 has to be greater than 0\n"
+
+# A two-node DeepSpeed run: the launcher's own lines, then both nodes' output behind their names.
+TWO_NODES = """[2024-03-01 10:00:00,000] [INFO] [runner.py:568:main] cmd = pdsh -S -f 1024 -w worker-0,worker-1
+worker-0: [2024-03-01 10:00:05,100] [INFO] [launch.py:145:main] WORLD INFO DICT: {'worker-0': [0, 1], 'worker-1': [0, 1]}
+worker-1: [2024-03-01 10:00:05,200] [INFO] [launch.py:145:main] WORLD INFO DICT: {'worker-0': [0, 1], 'worker-1': [0, 1]}
+worker-0: [rank0]: step 1 loss 2.5
+worker-1: [rank2]: step 1 loss 2.5
+worker-1: [rank3]: Traceback (most recent call last):
+worker-1: [rank3]:   File "/home/u/train.py", line 88, in <module>
+worker-1: [rank3]:     loss = model(batch)
+worker-1: [rank3]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 1 has a total capacity of 79.10 GiB
+worker-0: [rank0]: step 2 loss 2.4
+"""
+
+
+def test_a_python_exception_behind_a_node_name_is_found(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": POLARIS})
+    assert doc["status"] == "failed"
+    assert doc["owner"] == "user_code"
+    assert doc["root_cause"]["evidence"][0]["text"] == POLARIS.strip()  # shown as written
+
+
+def test_the_failing_node_and_its_rank_come_from_the_prefixes(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": TWO_NODES})
+    assert doc["owner"] == "capacity"
+    assert doc["initiating_rank"] == 3
+    assert "worker-1" in doc["affected"]["hosts"]
+
+
+def test_hosts_are_told_apart_from_log_levels_and_labels() -> None:
+    assert host_prefixes(TWO_NODES) == ("worker-0", "worker-1")
+    assert host_prefixes(POLARIS) == ("x3202c0s31b0n0",)
+    plain = "INFO: start\nWARNING: slow\nerror: bad\n" * 5
+    assert host_prefixes(plain) == ()
+    slurm = "slurmstepd-gpu20-15: error: Detected 1 oom-kill event(s)\n" * 4
+    assert host_prefixes(slurm) == ()
+    srun = "0: step 1\n1: step 1\n0: step 2\n"
+    assert host_prefixes(srun) == ()
+
+
+def test_a_few_prefixed_lines_in_a_long_log_do_not_make_it_prefixed() -> None:
+    text = "".join(f"step {i} loss 1.0\n" for i in range(100)) + "node-1: hello\n" * 3
+    assert host_prefixes(text) == ()
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from("ab1-.: \n[]xyz"), max_size=400))
+def test_host_prefixes_only_names_prefixes_the_text_has(text: str) -> None:
+    hosts = host_prefixes(text)
+    lines = text.split("\n")
+    for host in hosts:
+        assert any(ln.startswith(host + ": ") for ln in lines)
+        assert not host.isdigit()
+
+
+def _prefixed_log(path: Path, seed: int = 11) -> None:
+    """Four nodes' output behind their names, with tracebacks, floods and a failure in one node."""
+    rng = random.Random(seed)
+    out = ["[2024-03-01 10:00:00,000] [INFO] [runner.py:568:main] cmd = pdsh -w node-[1-4]"]
+    for i in range(4000):
+        node = f"node-{rng.randint(1, 4)}"
+        kind = rng.random()
+        if kind < 0.5:
+            out.append(f"{node}: [rank{rng.randint(0, 31)}]: iteration {i:6d}/ 500000 | lm loss: 2.{i % 1000:03d}E+00 |")
+        elif kind < 0.7:
+            out.append(f"{node}: {node}:{1000 + i % 7}:{2000 + i % 7} [{i % 8}] NCCL INFO Using network IB")
+        elif kind < 0.8:
+            out.append(f"{node}: UserWarning: deprecated call {i}")
+        else:
+            out.append(f"{node}: [2024-03-01 10:{i // 60 % 60:02d}:{i % 60:02d},000] [INFO] step {i}")
+        if i == 3000:
+            out.append("node-3: [rank17]: torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
+            out.append("node-3: RuntimeError: CUDA error: an illegal memory access was encountered")
+    path.write_text("\n".join(out) + "\n")
+
+
+def _incident(catalog: Catalog, path: Path, jobs: int, engine: object = None) -> str:
+    sources, _ = expand_paths([str(path)])
+    results = scan_all(catalog, sources, engine, jobs=jobs)  # type: ignore[arg-type]
+    doc = build_incident(diagnose_results(catalog, results))
+    doc.pop("generated_at")
+    events = [(e.line_no, e.signature_id, e.text, e.rank, e.host, str(e.time)) for r in results for e in r.events]
+    return render_json(doc) + repr(events)
+
+
+def test_engines_and_splits_agree_on_a_prefixed_source(catalog: Catalog, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(inputs, "BLOCK", 16 * 1024)
+    monkeypatch.setattr(scanner, "BLOCK", 16 * 1024)
+    monkeypatch.setattr(inputs, "SPLIT_SEARCH", 2048)
+    monkeypatch.setattr(scanner, "SPLIT_MIN_BYTES", 64 * 1024)
+    monkeypatch.setattr(scanner, "SPLIT_PART_BYTES", 16 * 1024)
+    log = tmp_path / "train.log"
+    _prefixed_log(log)
+    one = _incident(catalog, log, 1, ReEngine(catalog.signatures))
+    assert one == _incident(catalog, log, 1, default_engine(catalog.signatures, "auto"))
+    assert one == _incident(catalog, log, 2, default_engine(catalog.signatures, "auto"))
+    assert '"owner": "capacity"' in one and "'node-3'" in one
