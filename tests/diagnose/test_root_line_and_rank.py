@@ -81,3 +81,20 @@ def test_workers_sent_the_closing_signal_show_there_were_several(catalog: Catalo
             "local_rank: 0 (pid: 3787) of binary: /envs/x-flux/bin/python\n")
     doc = diagnose_files(catalog, tmp_path, {"train.log": text})
     assert doc["initiating_rank"] == 0
+
+
+def test_a_cancel_after_an_error_points_at_the_error(catalog: Catalog, tmp_path: Path) -> None:
+    # OpenFold under Slurm (tests/corpus/holdout166): the attention kernel was built without CUDA;
+    # srun cancelled the step after the ranks raised.
+    text = ('  File "/home/u/openfold/openfold/utils/kernel/attention_core.py", line 48, in forward\n'
+            "RuntimeError: attn_softmax_inplace_forward_ not implemented on CPU\n"
+            "slurmstepd: error: *** STEP 7031220.0 ON stxcompute184 CANCELLED AT 2023-04-11T15:54:43 ***\n")
+    doc = diagnose_files(catalog, tmp_path, {"slurm.out": text})
+    assert "not implemented on CPU" in doc["root_cause"]["evidence"][0]["text"]
+    assert "reaction_follows_error" in {r["rule"] for r in doc["rules_fired"]}
+
+
+def test_a_cancel_alone_stays_the_root(catalog: Catalog, tmp_path: Path) -> None:
+    text = "step 10 loss 1.0\nslurmstepd: error: *** JOB 5930 ON gpuh11 CANCELLED AT 2025-12-22T15:50:04 ***\n"
+    doc = diagnose_files(catalog, tmp_path, {"slurm.out": text})
+    assert doc["owner"] == "scheduler"

@@ -48,6 +48,9 @@ def choose_root(failures: list[Finding]) -> RootChoice:
         # The most telling cascade or symptom line (priority), then the earliest of those.
         best = max(f.priority for f in failures)
         pick = _earliest([f for f in failures if f.priority == best])
+        cause = _cause_before_reaction(pick, failures)
+        if cause is not None:
+            return RootChoice(cause, REACTION_REASON, [("reaction_follows_error", [cause, pick])])
         detail = _detail_of(pick, failures)
         if detail is not None:
             return RootChoice(detail, DETAIL_REASON, [("detail_follows", [pick, detail])])
@@ -92,6 +95,26 @@ def choose_root(failures: list[Finding]) -> RootChoice:
     if detail is not None:
         reason = DETAIL_REASON
     return RootChoice(pick, reason, fired, competing)
+
+
+# Symptoms that are someone's reaction to the job, not a fault of their own: a cancel with no
+# reason in its banner (scancel by the owner, a workflow tool, srun ending a step whose task
+# failed).
+REACTION_CATEGORIES = frozenset({"job_cancelled"})
+REACTION_REASON = "the cancel came after an error in the same output: the error is what it reacted to"
+
+
+def _cause_before_reaction(pick: Finding, failures: list[Finding]) -> Finding | None:
+    """The most telling error printed above a reaction line in the same source, if any."""
+    if pick.sig.category not in REACTION_CATEGORIES:
+        return None
+    ev = pick.event
+    before = [f for f in failures if f.event.source_index == ev.source_index and f.event.line_no < ev.line_no
+              and f.role == "symptom" and f.sig.category not in REACTION_CATEGORIES]
+    if not before:
+        return None
+    best = max(f.priority for f in before)
+    return min((f for f in before if f.priority == best), key=lambda f: f.event.line_no)
 
 
 DETAIL_LINES = 2  # how far below an announcing line its detail may be
