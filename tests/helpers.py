@@ -9,6 +9,9 @@ from denpex.catalog import Catalog
 from denpex.collect.inputs import expand_paths
 from denpex.diagnose import diagnose_paths
 from denpex.diagnose.incident import build_incident
+from denpex.diagnose.run import diagnose_results
+from denpex.report.json_report import render_json
+from denpex.scan.scanner import scan_all
 
 
 def diagnose_files(catalog: Catalog, tmp: Path, files: dict[str, str]) -> dict[str, Any]:
@@ -18,6 +21,16 @@ def diagnose_files(catalog: Catalog, tmp: Path, files: dict[str, str]) -> dict[s
         p.write_text(text)
     sources, _ = expand_paths([str(tmp)])
     return build_incident(diagnose_paths(catalog, sources))
+
+
+def scan_incident(catalog: Catalog, path: Path, jobs: int, engine: object = None) -> str:
+    """The incident and every event (line, signature, text, rank, host, time): what two scans must agree on."""
+    sources, _ = expand_paths([str(path)])
+    results = scan_all(catalog, sources, engine, jobs=jobs)  # type: ignore[arg-type]
+    doc = build_incident(diagnose_results(catalog, results))
+    doc.pop("generated_at")
+    events = [(e.line_no, e.signature_id, e.text, e.rank, e.host, str(e.time)) for r in results for e in r.events]
+    return render_json(doc) + repr(events)
 
 
 def site_catalog(root: Path, sig_id: str, pattern: str, explanation: str) -> Path:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from denpex.catalog import Catalog
 from tests.helpers import diagnose_files
 
@@ -65,21 +67,24 @@ def test_the_only_worker_of_torchrun_is_not_named_as_the_initiating_rank(catalog
     assert doc["initiating_rank"] is None
 
 
-def test_a_launch_command_with_two_workers_makes_local_rank_zero_worth_naming(catalog: Catalog, tmp_path: Path) -> None:
-    # ColossalAI Gemini (tests/corpus/holdout108): worker 0 of two killed by the host's OOM killer.
-    text = ("+ torchrun --standalone --nproc_per_node=2 ./train_gpt_demo.py --tp_degree=1\n"
-            "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 (pid: 2410412) "
-            "of binary: /data/envs/cai/bin/python\n")
-    doc = diagnose_files(catalog, tmp_path, {"train.log": text})
-    assert doc["initiating_rank"] == 0
+# Worker 0 of several killed by the host's OOM killer, with only the agent's record of it left:
+# ColossalAI Gemini (tests/corpus/holdout108) shows a launch command with two workers, x-flux
+# (tests/corpus/holdout) the agent stopping pid 3788 after pid 3787 (local rank 0) died.
+SEVERAL_WORKERS = {
+    "launch_command": ("+ torchrun --standalone --nproc_per_node=2 ./train_gpt_demo.py --tp_degree=1\n"
+                       "ERROR:torch.distributed.elastic.multiprocessing.api:failed (exitcode: -9) local_rank: 0 "
+                       "(pid: 2410412) of binary: /data/envs/cai/bin/python\n"),
+    "closing_signal": ("W0902 00:42:50.212000 1333 torch/distributed/elastic/multiprocessing/api.py:858] Sending "
+                       "process 3788 closing signal SIGTERM\n"
+                       "E0902 00:42:54.953000 1333 torch/distributed/elastic/multiprocessing/api.py:833] failed "
+                       "(exitcode: -9) local_rank: 0 (pid: 3787) of binary: /envs/x-flux/bin/python\n"),
+}
 
 
-def test_workers_sent_the_closing_signal_show_there_were_several(catalog: Catalog, tmp_path: Path) -> None:
-    # x-flux (tests/corpus/holdout): the agent stops pid 3788 after pid 3787 (local rank 0) died.
-    text = ("W0902 00:42:50.212000 1333 torch/distributed/elastic/multiprocessing/api.py:858] Sending process 3788 closing signal SIGTERM\n"
-            "E0902 00:42:54.953000 1333 torch/distributed/elastic/multiprocessing/api.py:833] failed (exitcode: -9) "
-            "local_rank: 0 (pid: 3787) of binary: /envs/x-flux/bin/python\n")
-    doc = diagnose_files(catalog, tmp_path, {"train.log": text})
+@pytest.mark.parametrize("evidence", sorted(SEVERAL_WORKERS))
+def test_evidence_of_other_workers_makes_local_rank_zero_worth_naming(catalog: Catalog, tmp_path: Path,
+                                                                     evidence: str) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": SEVERAL_WORKERS[evidence]})
     assert doc["initiating_rank"] == 0
 
 

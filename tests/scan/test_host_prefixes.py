@@ -10,16 +10,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from denpex.catalog import Catalog
-from denpex.collect import inputs
-from denpex.collect.inputs import expand_paths
 from denpex.collect.lineinfo import host_prefixes
-from denpex.diagnose.incident import build_incident
-from denpex.diagnose.run import diagnose_results
-from denpex.report.json_report import render_json
-from denpex.scan import scanner
 from denpex.scan.engine import ReEngine, default_engine
-from denpex.scan.scanner import scan_all
-from tests.helpers import diagnose_files
+from tests.helpers import diagnose_files, scan_incident
 
 # DeepSpeed on ALCF Polaris (tests/corpus/holdout134): the pdsh runner prefixes the node's name.
 POLARIS = "x3202c0s31b0n0: AssertionError: Micro batch size per gpu: 0 has to be greater than 0\n"
@@ -99,25 +92,11 @@ def _prefixed_log(path: Path, seed: int = 11) -> None:
     path.write_text("\n".join(out) + "\n")
 
 
-def _incident(catalog: Catalog, path: Path, jobs: int, engine: object = None) -> str:
-    sources, _ = expand_paths([str(path)])
-    results = scan_all(catalog, sources, engine, jobs=jobs)  # type: ignore[arg-type]
-    doc = build_incident(diagnose_results(catalog, results))
-    doc.pop("generated_at")
-    events = [(e.line_no, e.signature_id, e.text, e.rank, e.host, str(e.time)) for r in results for e in r.events]
-    return render_json(doc) + repr(events)
-
-
-def test_engines_and_splits_agree_on_a_prefixed_source(catalog: Catalog, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(inputs, "BLOCK", 16 * 1024)
-    monkeypatch.setattr(scanner, "BLOCK", 16 * 1024)
-    monkeypatch.setattr(inputs, "SPLIT_SEARCH", 2048)
-    monkeypatch.setattr(scanner, "SPLIT_MIN_BYTES", 64 * 1024)
-    monkeypatch.setattr(scanner, "SPLIT_PART_BYTES", 16 * 1024)
+@pytest.mark.usefixtures("small_blocks")
+def test_engines_and_splits_agree_on_a_prefixed_source(catalog: Catalog, tmp_path: Path) -> None:
     log = tmp_path / "train.log"
     _prefixed_log(log)
-    one = _incident(catalog, log, 1, ReEngine(catalog.signatures))
-    assert one == _incident(catalog, log, 1, default_engine(catalog.signatures, "auto"))
-    assert one == _incident(catalog, log, 2, default_engine(catalog.signatures, "auto"))
+    one = scan_incident(catalog, log, 1, ReEngine(catalog.signatures))
+    assert one == scan_incident(catalog, log, 1, default_engine(catalog.signatures, "auto"))
+    assert one == scan_incident(catalog, log, 2, default_engine(catalog.signatures, "auto"))
     assert '"owner": "capacity"' in one and "'node-3'" in one

@@ -13,12 +13,10 @@ from hypothesis import strategies as st
 from denpex.catalog import Catalog
 from denpex.collect import inputs
 from denpex.collect.inputs import expand_paths
-from denpex.diagnose.incident import build_incident
-from denpex.diagnose.run import diagnose_results
-from denpex.report.json_report import render_json
 from denpex.scan import hs_engine, scanner
 from denpex.scan.engine import ReEngine, default_engine
-from denpex.scan.scanner import plan_units, scan_all
+from denpex.scan.scanner import plan_units
+from tests.helpers import scan_incident
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,26 +39,6 @@ def _big_log(path: Path, seed: int = 3) -> None:
     path.write_text("\n".join(out))  # no final newline: the last line must survive the split too
 
 
-@pytest.fixture()
-def small_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(inputs, "BLOCK", 16 * 1024)
-    monkeypatch.setattr(scanner, "BLOCK", 16 * 1024)
-    monkeypatch.setattr(inputs, "SPLIT_SEARCH", 2048)
-    monkeypatch.setattr(scanner, "SPLIT_MIN_BYTES", 64 * 1024)
-    monkeypatch.setattr(scanner, "SPLIT_PART_BYTES", 16 * 1024)
-    monkeypatch.setattr(scanner, "MAX_EVENTS_PER_SIGNATURE", 25)
-    monkeypatch.setattr(scanner, "_WINDOW", 512)
-
-
-def _incident(catalog: Catalog, path: Path, jobs: int, engine: object = None) -> str:
-    sources, _ = expand_paths([str(path)])
-    results = scan_all(catalog, sources, engine, jobs=jobs)  # type: ignore[arg-type]
-    doc = build_incident(diagnose_results(catalog, results))
-    doc.pop("generated_at")
-    events = [(e.line_no, e.signature_id, e.text, e.rank, str(e.time)) for r in results for e in r.events]
-    return render_json(doc) + repr(events)
-
-
 @pytest.mark.usefixtures("small_blocks")
 @pytest.mark.parametrize("engine_name", ["auto", "re"])
 def test_split_file_gives_the_same_incident_as_one_process(catalog: Catalog, tmp_path: Path,
@@ -70,7 +48,7 @@ def test_split_file_gives_the_same_incident_as_one_process(catalog: Catalog, tmp
     engine = default_engine(catalog.signatures, engine_name)
     units = plan_units(expand_paths([str(log)])[0], jobs=3)
     assert len(units) >= 3  # the file really is cut
-    assert _incident(catalog, log, jobs=1, engine=engine) == _incident(catalog, log, jobs=3, engine=engine)
+    assert scan_incident(catalog, log, jobs=1, engine=engine) == scan_incident(catalog, log, jobs=3, engine=engine)
 
 
 @pytest.mark.usefixtures("small_blocks")
@@ -96,7 +74,7 @@ def test_engines_agree_on_split_parts(catalog: Catalog, tmp_path: Path, monkeypa
     log = tmp_path / "train.log"
     _big_log(log, seed=9)
     hs = default_engine(catalog.signatures, "auto")
-    assert _incident(catalog, log, 1, hs) == _incident(catalog, log, 1, ReEngine(catalog.signatures))
+    assert scan_incident(catalog, log, 1, hs) == scan_incident(catalog, log, 1, ReEngine(catalog.signatures))
 
 
 def _flood_log(path: Path, seed: int = 5) -> None:
@@ -138,8 +116,8 @@ def test_engines_agree_on_floods_past_the_caps(catalog: Catalog, tmp_path: Path,
     log = tmp_path / "train.log"
     _flood_log(log)
     hs = default_engine(catalog.signatures, "auto")
-    want = _incident(catalog, log, 1, ReEngine(catalog.signatures))
-    assert _incident(catalog, log, 1, hs) == want
+    want = scan_incident(catalog, log, 1, ReEngine(catalog.signatures))
+    assert scan_incident(catalog, log, 1, hs) == want
     assert "more lines matching" in want
 
 
@@ -172,8 +150,8 @@ def test_quiet_scans_of_floods_past_their_caps_keep_every_wanted_line(catalog: C
 
     hs._quiet = Counting(quiet, "quiet")
     hs.db = Counting(hs.db, "full")
-    want = _incident(catalog, log, 1, ReEngine(catalog.signatures))
-    assert _incident(catalog, log, 1, hs) == want
+    want = scan_incident(catalog, log, 1, ReEngine(catalog.signatures))
+    assert scan_incident(catalog, log, 1, hs) == want
     assert "nfs_server_ok" in want
     assert scans["quiet"] >= 3 and scans["full"] >= 3, scans
 

@@ -183,8 +183,7 @@ def host_prefixes(sample: str) -> tuple[str, ...]:
     name, so a traceback's lines no longer start where signatures expect them. A prefix counts
     as a host when it looks like one (digits, dots or dashes in it, or "localhost"), is no log
     level or program label, and starts at least three of the sample's lines (every line of a
-    shorter excerpt); the hosts together
-    must start at least a fifth of its non-empty lines.
+    shorter excerpt); the hosts together must start at least a fifth of its non-empty lines.
     """
     counts: dict[str, int] = {}
     for name in _HOST_PREFIX.findall(sample):
