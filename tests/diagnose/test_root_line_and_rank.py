@@ -103,3 +103,17 @@ def test_a_cancel_alone_stays_the_root(catalog: Catalog, tmp_path: Path) -> None
     text = "step 10 loss 1.0\nslurmstepd: error: *** JOB 5930 ON gpuh11 CANCELLED AT 2025-12-22T15:50:04 ***\n"
     doc = diagnose_files(catalog, tmp_path, {"slurm.out": text})
     assert doc["owner"] == "scheduler"
+
+
+def test_a_workers_exit_status_one_points_at_the_exception_before_it(catalog: Catalog, tmp_path: Path) -> None:
+    # AlgoPerf Muon submission (tests/corpus/holdout172): the optimizer's own RuntimeError on
+    # every rank, then torchrun's report that local rank 0 exited with status 1.
+    text = ('[rank1]:   File "/work/submissions/muon_torch/muon.py", line 43, in zeropower_via_newtonschulz5\n'
+            '[rank1]:     raise RuntimeError(f"Expected 2D tensor in N-S, found {G.ndim} instead.")\n'
+            "[rank1]: RuntimeError: Expected 2D tensor in N-S, found 3 instead.\n"
+            "E0521 19:14:05.670000 9 site-packages/torch/distributed/elastic/multiprocessing/api.py:882] failed "
+            "(exitcode: 1) local_rank: 0 (pid: 77) of binary: /usr/bin/python\n")
+    doc = diagnose_files(catalog, tmp_path, {"train.log": text})
+    assert "Expected 2D tensor" in doc["root_cause"]["evidence"][0]["text"]
+    assert doc["owner"] == "user_code"
+    assert "exception_behind_exit" in {r["rule"] for r in doc["rules_fired"]}

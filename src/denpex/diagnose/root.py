@@ -84,6 +84,9 @@ def choose_root(failures: list[Finding]) -> RootChoice:
     # the error is the line to point at.
     errors = [c for c in top if not _WARNING_LINE.match(c.event.text)]
     pick = _earliest(errors or top)
+    raised = _exception_behind_exit(pick, failures)
+    if raised is not None:
+        return RootChoice(raised, EXIT_REASON, [*fired, ("exception_behind_exit", [raised, pick])])
     detail = _detail_of(pick, failures)
     if detail is not None:
         fired.append(("detail_follows", [pick, detail]))
@@ -115,6 +118,35 @@ def _cause_before_reaction(pick: Finding, failures: list[Finding]) -> Finding | 
         return None
     best = max(f.priority for f in before)
     return min((f for f in before if f.priority == best), key=lambda f: f.event.line_no)
+
+
+# A launcher's report that a worker exited with status 1 (torchrun's "failed (exitcode: 1)
+# local_rank: 0") says a Python exception ended it; the exception, printed before it, is the
+# line to point at, however generic.
+EXIT_CATEGORIES = frozenset({"worker_exit"})
+EXIT_REASON = "the worker exited with status 1 after this exception: the exception is what ended it"
+
+
+def _exception_behind_exit(pick: Finding, failures: list[Finding]) -> Finding | None:
+    """The most telling Python exception printed before a launcher's exit-status-1 report."""
+    if pick.sig.category not in EXIT_CATEGORIES or pick.event.fields.get("exit_code") != "1":
+        return None
+    ev = pick.event
+    before: list[Finding] = []
+    for f in failures:
+        if f.sig.family != "python" or f.role != "symptom":
+            continue
+        if f.event.source_index == ev.source_index:
+            if f.event.line_no < ev.line_no:
+                before.append(f)
+            continue
+        secs = seconds_between(f.event, ev)
+        if secs is None or 0 <= secs <= WINDOW_S:
+            before.append(f)
+    if not before:
+        return None
+    best = max(f.priority for f in before)
+    return _earliest([f for f in before if f.priority == best])
 
 
 DETAIL_LINES = 2  # how far below an announcing line its detail may be
