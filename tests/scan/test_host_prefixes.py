@@ -100,3 +100,13 @@ def test_engines_and_splits_agree_on_a_prefixed_source(catalog: Catalog, tmp_pat
     assert one == scan_incident(catalog, log, 1, default_engine(catalog.signatures, "auto"))
     assert one == scan_incident(catalog, log, 2, default_engine(catalog.signatures, "auto"))
     assert '"owner": "capacity"' in one and "'node-3'" in one
+
+
+def test_nvidia_smi_output_gathered_by_pdsh_is_read_as_nvidia_smi(catalog: Catalog, tmp_path: Path) -> None:
+    # "pdsh -w node[1-2] nvidia-smi -q": each value line behind its node's name.
+    # The value lines are matched only at a line's start ("^\s*Uncorrectable Error : N").
+    text = "".join(f"node{n}:     Remapped Rows\nnode{n}:         Correctable Error         : 0\n"
+                   f"node{n}:         Uncorrectable Error       : {v}\n" for n, v in ((1, 0), (2, 2)))
+    doc = diagnose_files(catalog, tmp_path, {"nvidia-smi-q.txt": text})
+    assert doc["root_cause"]["signature_id"] == "ecc.rows_remapped_uncorrectable"
+    assert doc["root_cause"]["evidence"][0]["text"].startswith("node2:")

@@ -20,7 +20,7 @@ _MPIRUN = re.compile(r"^\[(?:\d+,)?(\d+)\]<std(?:out|err)>:\s?")
 SRUN_LABEL = re.compile(r"^\s{0,4}(\d{1,5}): ")
 # DeepSpeed's and GPT-NeoX's pdsh runner, clush, talosctl: "node01: [rank3]: ..." or "10.0.0.2: ..."
 # (enabled per file, once enough lines carry one of a few such prefixes; see ``host_prefixes``)
-_HOST_PREFIX = re.compile(r"^([A-Za-z0-9][\w.-]{0,62}): (?=\S)", re.M)
+_HOST_PREFIX = re.compile(r"^([A-Za-z0-9][\w.-]{0,62}): (?=[^\n])", re.M)
 # Words that start lines the way a host does ("error: ...") and labels that are not hosts.
 _NOT_HOSTS = frozenset({"info", "warning", "warn", "error", "debug", "note", "notice", "trace", "fatal",
                         "critical", "hint", "usage", "exception", "traceback", "caused-by", "step", "epoch"})

@@ -520,27 +520,41 @@ def classify(display: str, first_block: bytes) -> Head:
 
 
 def _blank_hosts(data: bytes, hosts: tuple[str, ...]) -> bytes:
-    """The block with each line's host prefix ("worker-1: ") turned to spaces: offsets and lines stay.
+    """The block with each line's host prefix ("worker-1: ") blanked: offsets and lines stay.
 
-    Signatures anchored at a line's start (a Python exception, "Bus error") then match a
-    node's line behind its name as they do without it, at the cost of a second pass over
-    the blocks of such sources only. A rank prefix behind the host moves to the line's start
-    ("[rank3]:" then the spaces), where those signatures allow it.
+    Signatures anchored at a line's start (a Python exception, "Bus error", an nvidia-smi -q
+    value) then match a node's line behind its name as they do without it, at the cost of a
+    second pass over the blocks of such sources only. The name becomes spaces, or, where a rank
+    prefix follows it ("worker-1: [rank3]: ..."), an srun-style label of the same length
+    ("00000000: [rank3]: ..."), which those signatures allow in front of a rank prefix. Every
+    replacement is a fixed string per name length, so the rewrite runs at the regex engine's
+    speed, not a Python call per line.
     """
-    for host in hosts:
-        rx, blank = _host_blanker(host)
-        data = rx.sub(blank, data)
-        m = rx.match(b"\n" + data[:len(host) + 40])
+    for rx, repl in _host_blankers(hosts):
+        data = rx.sub(repl, data)
+        m = rx.match(b"\n" + data[:MAX_HOST_LEN + 2])
         if m is not None:  # the block's first line has no newline before it
-            data = m.expand(blank)[1:] + data[m.end() - 1:]
+            data = repl[1:] + data[m.end() - 1:]
     return data
 
 
+MAX_HOST_LEN = 64  # longer names are not taken for hosts (collect.lineinfo._HOST_PREFIX)
+
+
 @functools.lru_cache(maxsize=256)
-def _host_blanker(host: str) -> tuple[re.Pattern[bytes], bytes]:
-    prefix = host.encode() + b": "
-    rx = re.compile(b"\n" + re.escape(prefix) + rb"((?:\[(?:rank|default)\d+\]:)?)")
-    return rx, b"\n\\1" + b" " * len(prefix)
+def _host_blankers(hosts: tuple[str, ...]) -> list[tuple[re.Pattern[bytes], bytes]]:
+    """Per length of name: the prefixes before a rank prefix, then all the others, each with its replacement."""
+    by_len: dict[int, list[bytes]] = {}
+    for host in hosts:
+        name = host.encode()
+        if len(name) <= MAX_HOST_LEN:
+            by_len.setdefault(len(name), []).append(re.escape(name))
+    out: list[tuple[re.Pattern[bytes], bytes]] = []
+    for size, names in sorted(by_len.items()):
+        alt = b"|".join(names)
+        out.append((re.compile(b"\n(?:" + alt + rb"): (?=\[(?:rank|default)\d)"), b"\n" + b"0" * size + b": "))
+        out.append((re.compile(b"\n(?:" + alt + b"): "), b"\n" + b" " * (size + 2)))
+    return out
 
 
 def _host_prefix(line: str, hosts: tuple[str, ...]) -> str | None:
