@@ -14,6 +14,7 @@ the same window) gets a boost, so the Xid behind a rank's CUDA error outranks th
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from denpex.diagnose.findings import Finding
@@ -46,11 +47,11 @@ def choose_root(failures: list[Finding]) -> RootChoice:
     fired: list[tuple[str, list[Finding]]] = []
     if not roots:
         # The most telling cascade or symptom line (priority), then the earliest of those.
-        best = max(f.priority for f in failures)
-        pick = _earliest([f for f in failures if f.priority == best])
-        cause = _cause_before_reaction(pick, failures)
-        if cause is not None:
-            return RootChoice(cause, REACTION_REASON, [("reaction_follows_error", [cause, pick])])
+        pick = _most_telling(failures)
+        earlier = _earlier_cause(pick, failures)
+        if earlier is not None:
+            cause, rule = earlier
+            return RootChoice(cause, rule.reason, [(rule.name, [cause, pick])])
         detail = _detail_of(pick, failures)
         if detail is not None:
             return RootChoice(detail, DETAIL_REASON, [("detail_follows", [pick, detail])])
@@ -60,9 +61,7 @@ def choose_root(failures: list[Finding]) -> RootChoice:
     if all(c.sig.family in NODE_FAMILIES for c in roots):
         # Node evidence alone (a kernel log, nvidia-smi -q) spans days of unrelated events:
         # what an operator needs first is the most severe one, not the oldest.
-        best = max(c.priority for c in roots)
-        pick = _earliest([c for c in roots if c.priority == best])
-        return RootChoice(pick, "node evidence only: the most severe finding, then the earliest")
+        return RootChoice(_most_telling(roots), "node evidence only: the most severe finding, then the earliest")
     window: list[Finding] = []
     for c in roots:
         t = absolute_time(c.event)
@@ -84,9 +83,10 @@ def choose_root(failures: list[Finding]) -> RootChoice:
     # the error is the line to point at.
     errors = [c for c in top if not _WARNING_LINE.match(c.event.text)]
     pick = _earliest(errors or top)
-    raised = _exception_behind_exit(pick, failures)
-    if raised is not None:
-        return RootChoice(raised, EXIT_REASON, [*fired, ("exception_behind_exit", [raised, pick])])
+    earlier = _earlier_cause(pick, failures)
+    if earlier is not None:
+        cause, rule = earlier
+        return RootChoice(cause, rule.reason, [*fired, (rule.name, [cause, pick])])
     detail = _detail_of(pick, failures)
     if detail is not None:
         fired.append(("detail_follows", [pick, detail]))
@@ -100,53 +100,67 @@ def choose_root(failures: list[Finding]) -> RootChoice:
     return RootChoice(pick, reason, fired, competing)
 
 
-# Symptoms that are someone's reaction to the job, not a fault of their own: a cancel with no
-# reason in its banner (scancel by the owner, a workflow tool, srun ending a step whose task
-# failed).
-REACTION_CATEGORIES = frozenset({"job_cancelled"})
-REACTION_REASON = "the cancel came after an error in the same output: the error is what it reacted to"
+def _most_telling(cands: list[Finding]) -> Finding:
+    """The highest-priority finding, the earliest of those."""
+    best = max(f.priority for f in cands)
+    return _earliest([f for f in cands if f.priority == best])
 
 
-def _cause_before_reaction(pick: Finding, failures: list[Finding]) -> Finding | None:
-    """The most telling error printed above a reaction line in the same source, if any."""
-    if pick.sig.category not in REACTION_CATEGORIES:
-        return None
-    ev = pick.event
-    before = [f for f in failures if f.event.source_index == ev.source_index and f.event.line_no < ev.line_no
-              and f.role == "symptom" and f.sig.category not in REACTION_CATEGORIES]
-    if not before:
-        return None
-    best = max(f.priority for f in before)
-    return min((f for f in before if f.priority == best), key=lambda f: f.event.line_no)
+@dataclass(frozen=True)
+class YieldRule:
+    """A line that reports how a job ended, and the earlier failure that says why, which it yields to.
+
+    ``applies`` tells whether the picked line is such a report; ``explains`` which failures
+    printed before it can be its cause; with ``any_source`` they may come from another file
+    (untimed, or at most WINDOW_S before it), otherwise only from above it in its own.
+    """
+
+    name: str
+    reason: str
+    applies: Callable[[Finding], bool]
+    explains: Callable[[Finding], bool]
+    any_source: bool
 
 
-# A launcher's report that a worker exited with status 1 (torchrun's "failed (exitcode: 1)
-# local_rank: 0") says a Python exception ended it; the exception, printed before it, is the
-# line to point at, however generic.
-EXIT_CATEGORIES = frozenset({"worker_exit"})
-EXIT_REASON = "the worker exited with status 1 after this exception: the exception is what ended it"
+YIELD_RULES = {
+    # A cancel with no reason in its banner is someone's reaction (scancel by the owner, a
+    # workflow tool, srun ending a step whose task failed): the error above it is what it reacted to.
+    "job_cancelled": YieldRule(
+        "reaction_follows_error",
+        "a cancel with no reason came after an error in the same output: the error is what it reacted to",
+        applies=lambda pick: True,
+        explains=lambda f: f.role == "symptom" and f.sig.category != "job_cancelled",
+        any_source=False),
+    # A launcher's report that a worker exited with status 1 (torchrun's "failed (exitcode: 1)
+    # local_rank: 0") says a Python exception ended it: that exception, however generic.
+    "worker_exit": YieldRule(
+        "exception_behind_exit",
+        "the worker exited with status 1 after this exception: the exception is what ended it",
+        applies=lambda pick: pick.event.fields.get("exit_code") == "1",
+        explains=lambda f: f.sig.family == "python" and f.role == "symptom",
+        any_source=True),
+}
+RULE_REASONS = {rule.name: rule.reason for rule in YIELD_RULES.values()}
 
 
-def _exception_behind_exit(pick: Finding, failures: list[Finding]) -> Finding | None:
-    """The most telling Python exception printed before a launcher's exit-status-1 report."""
-    if pick.sig.category not in EXIT_CATEGORIES or pick.event.fields.get("exit_code") != "1":
+def _earlier_cause(pick: Finding, failures: list[Finding]) -> tuple[Finding, YieldRule] | None:
+    """The most telling failure printed before a line that only reports how the job ended."""
+    rule = YIELD_RULES.get(pick.sig.category)
+    if rule is None or not rule.applies(pick):
         return None
     ev = pick.event
     before: list[Finding] = []
     for f in failures:
-        if f.sig.family != "python" or f.role != "symptom":
+        if f is pick or not rule.explains(f):
             continue
         if f.event.source_index == ev.source_index:
             if f.event.line_no < ev.line_no:
                 before.append(f)
-            continue
-        secs = seconds_between(f.event, ev)
-        if secs is None or 0 <= secs <= WINDOW_S:
-            before.append(f)
-    if not before:
-        return None
-    best = max(f.priority for f in before)
-    return _earliest([f for f in before if f.priority == best])
+        elif rule.any_source:
+            secs = seconds_between(f.event, ev)
+            if secs is None or 0 <= secs <= WINDOW_S:
+                before.append(f)
+    return (_most_telling(before), rule) if before else None
 
 
 DETAIL_LINES = 2  # how far below an announcing line its detail may be

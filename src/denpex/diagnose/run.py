@@ -21,7 +21,7 @@ from denpex.diagnose.ranks import (
     rank_from_root_cause_block,
     rank_from_single_node,
 )
-from denpex.diagnose.root import NODE_FAMILIES, WINDOW_S, RootChoice, choose_root
+from denpex.diagnose.root import NODE_FAMILIES, RULE_REASONS, WINDOW_S, RootChoice, choose_root
 from denpex.diagnose.timeline import ordered, seconds_between
 from denpex.scan.engine import Engine
 from denpex.scan.progress import Progress
@@ -103,9 +103,7 @@ def diagnose_results(catalog: Catalog, results: list[SourceResult]) -> Diagnosis
 _CHOICE_REASONS = {
     "node_evidence_joined": "node evidence in the same window as a failing rank outranks the rank's own error",
     "detail_follows": "the failure line only announces an error; the line below it spells the error out",
-    "exception_behind_exit": "the worker exited with status 1 after this exception: the exception is what ended it",
-    "reaction_follows_error": ("a cancel with no reason came after an error in the same output: "
-                               "the error is what it reacted to"),
+    **RULE_REASONS,
 }
 
 # Failures of what every rank shares (the job's configuration, the installed software, the
