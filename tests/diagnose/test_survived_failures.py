@@ -120,3 +120,25 @@ def test_a_failure_far_below_a_finished_run_belongs_to_the_next_run(catalog: Cat
             '"value": null, "metadata": {"file": "train.py", "lineno": 1, "status": "success"}}\n')
     text = done + "loading data\n" * 500 + "Segmentation fault (core dumped)\n"
     assert diagnose_files(catalog, tmp_path, {"nohup.out": text})["status"] == "failed"
+
+
+# cube-studio#29 (tests/corpus/holdout178): Fabric Manager on two PCIe RTX 4090s finds no
+# NVSwitch; its start script and then systemd report the same harmless exit.
+FM_NOTHING_TO_DO = """\
+Sep 18 03:19:01 ubuntu2404 nvidia-fabricmanager-start.sh[4753]: Detected Pre-NVL5 system
+Sep 18 03:19:01 ubuntu2404 nvidia-fabricmanager-start.sh[4756]: request to query NVSwitch device information from NVSwitch driver failed with error:WARNING Nothing to do [NV_WARN_NOTHING_TO_DO]
+Sep 18 03:19:01 ubuntu2404 nvidia-fabricmanager-start.sh[4753]: "/usr/bin/nv-fabricmanager -c /usr/share/nvidia/nvswitch/fabricmanager.cfg" failed! Exit code: 1
+Sep 18 03:19:01 ubuntu2404 systemd[1]: nvidia-fabricmanager.service: Control process exited, code=exited, status=1/FAILURE
+"""
+
+
+def test_a_harmless_exit_reported_again_by_the_next_layer_is_no_failure(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"journal.txt": FM_NOTHING_TO_DO})
+    assert doc["status"] == "healthy"
+
+
+def test_a_different_failure_after_the_harmless_exit_still_counts(catalog: Catalog, tmp_path: Path) -> None:
+    later = FM_NOTHING_TO_DO + "Sep 18 03:19:05 ubuntu2404 kernel: NVRM: Xid (PCI:0000:01:00): 79, pid=0, GPU has fallen off the bus.\n"
+    doc = diagnose_files(catalog, tmp_path, {"journal.txt": later})
+    assert doc["status"] == "failed"
+    assert doc["owner"] == "gpu_hardware"

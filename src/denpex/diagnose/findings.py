@@ -96,7 +96,8 @@ CLEARS_PRIOR_LINES = 3  # how far above a line that says "survived" the failure 
 def _cleared(events: list[Event], sigs: dict[str, Signature]) -> set[tuple[int, int]]:
     """(source, line) of failures that a line next to them says the process survived.
 
-    Below a line that announces a survivable traceback, its first failure; above a line that
+    Below a line that announces a survivable traceback, its first failure (and that failure
+    repeated on the lines right after it); above a line that
     says the failure just before it was survived, every failure within CLEARS_PRIOR_LINES; a
     line whose own failure match is not a failure (``clears_line``), that failure.
     """
@@ -111,10 +112,17 @@ def _cleared(events: list[Event], sigs: dict[str, Signature]) -> set[tuple[int, 
         found.sort(key=lambda item: item[0])
         # ``found`` is in line order: both walks stop at the end of their window.
         for i, (line, sig) in enumerate(found):
-            j = i + 1  # below: the first failure only
+            j = i + 1  # below: the first failure, and the same failure reported again at once
             while sig.clears_next_failure and j < len(found) and found[j][0] - line <= CLEARS_NEXT_LINES:
                 if found[j][1].is_failure and found[j][0] > line:
                     out.add((source, found[j][0]))
+                    # The next layer often reports the same failure on the following line (a
+                    # start script, then systemd): that repeat is the same harmless exit.
+                    k = j + 1
+                    while (k < len(found) and found[k][1] is found[j][1]
+                           and found[k][0] - found[k - 1][0] <= 1):
+                        out.add((source, found[k][0]))
+                        k += 1
                     break
                 j += 1
             j = i - 1  # above: every failure in the window
