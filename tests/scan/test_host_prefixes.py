@@ -1,4 +1,4 @@
-"""Lines behind a node's name (pdsh, clush, talosctl) match as they do without it, and say which host spoke."""
+"""Lines behind a node's name (pdsh, clush, talosctl) or mpirun's tag match as they do without it, and say who spoke."""
 
 from __future__ import annotations
 
@@ -110,3 +110,44 @@ def test_nvidia_smi_output_gathered_by_pdsh_is_read_as_nvidia_smi(catalog: Catal
     doc = diagnose_files(catalog, tmp_path, {"nvidia-smi-q.txt": text})
     assert doc["root_cause"]["signature_id"] == "ecc.rows_remapped_uncorrectable"
     assert doc["root_cause"]["evidence"][0]["text"].startswith("node2:")
+
+
+# Horovod under mpirun --tag-output: every line behind "[jobid,rank]<stream>:", no space after it.
+HOROVOD = """[1,0]<stdout>:Epoch 1/10
+[1,1]<stdout>:Epoch 1/10
+[1,1]<stderr>:Traceback (most recent call last):
+[1,1]<stderr>:  File "train.py", line 41, in <module>
+[1,1]<stderr>:    probs = dataset_proba.sum()
+[1,1]<stderr>:AttributeError: 'list' object has no attribute 'sum'
+[1,0]<stderr>:[2024-05-02 10:00:00.000000: W horovod/common/stall_inspector.cc:107] One or more tensors were submitted to be reduced by a subset of ranks
+"""
+
+
+def test_a_python_exception_behind_mpiruns_tag_is_found_with_its_rank(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"horovod.log": HOROVOD})
+    assert doc["root_cause"]["signature_id"] == "python.attribute_error"
+    assert doc["root_cause"]["evidence"][0]["text"].startswith("[1,1]<stderr>:AttributeError")  # as written
+    assert doc["root_cause"]["evidence"][0]["rank"] == 1
+
+
+def _tagged_log(path: Path, seed: int = 5) -> None:
+    """Sixteen ranks' tagged output (ranks of one and two digits), a failure in rank 12."""
+    rng = random.Random(seed)
+    out = []
+    for i in range(4000):
+        rank = rng.randint(0, 15)
+        stream = "stdout" if rng.random() < 0.7 else "stderr"
+        out.append(f"[1,{rank}]<{stream}>:step {i} loss 1.{i % 1000:03d}")
+        if i == 2500:
+            out.append("[1,12]<stderr>:torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
+    path.write_text("\n".join(out) + "\n")
+
+
+@pytest.mark.usefixtures("small_blocks")
+def test_engines_and_splits_agree_on_a_tagged_source(catalog: Catalog, tmp_path: Path) -> None:
+    log = tmp_path / "train.log"
+    _tagged_log(log)
+    one = scan_incident(catalog, log, 1, ReEngine(catalog.signatures))
+    assert one == scan_incident(catalog, log, 1, default_engine(catalog.signatures, "auto"))
+    assert one == scan_incident(catalog, log, 2, default_engine(catalog.signatures, "auto"))
+    assert '"owner": "capacity"' in one

@@ -176,6 +176,15 @@ def looks_srun_labelled(sample_lines: list[str]) -> bool:
     return hits >= 0.6 * len(lines)
 
 
+def looks_mpi_tagged(sample_lines: list[str]) -> bool:
+    """mpirun --tag-output / horovodrun output: a fifth or more of the non-empty lines start with "[1,3]<stderr>:"."""
+    lines = [ln for ln in sample_lines if ln.strip()]
+    if not lines:
+        return False
+    hits = sum(1 for ln in lines if _MPIRUN.match(ln))
+    return hits >= max(1, 0.2 * len(lines))
+
+
 def host_prefixes(sample: str) -> tuple[str, ...]:
     """Hosts whose name prefixes lines of a multi-node launcher's output ("worker-1: ...").
 

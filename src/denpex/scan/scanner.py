@@ -29,7 +29,7 @@ from denpex.catalog.model import Signature
 from denpex.collect.allocator import reuse_freed_blocks
 from denpex.collect.inputs import BLOCK, Source, read_blocks, split_points
 from denpex.collect.kinds import detect_kind, rank_from_name
-from denpex.collect.lineinfo import host_prefixes, looks_srun_labelled, normalize_pci, parse_line_info
+from denpex.collect.lineinfo import host_prefixes, looks_mpi_tagged, looks_srun_labelled, normalize_pci, parse_line_info
 from denpex.collect.timestamps import YEAR_UNKNOWN, Stamp, parse_stamp
 from denpex.evidence import Event
 from denpex.scan.engine import Candidate, Engine, Limits, default_engine
@@ -161,6 +161,7 @@ class PartResult:
     kind: str
     srun: bool
     hosts: tuple[str, ...] = ()  # names that prefix lines ("worker-1: "), from the source's first block
+    tagged: bool = False  # lines behind mpirun's --tag-output prefix ("[1,3]<stderr>:")
     lines: int = 0
     ranks: set[int] = field(default_factory=set)
     # (ordinal of the hit among its signature's hits in this part, dedupe key or None, event)
@@ -231,9 +232,10 @@ class Scanner:
                 res = PartResult(src, *classify(src.display, block.data))
             if self.progress is not None:
                 self.progress.add_bytes(len(block.data))
-            blanked = _blank_hosts(block.data, res.hosts) if res.hosts else None
+            blanked = _blank_prefixes(block.data, res.hosts, res.tagged) if res.hosts or res.tagged else None
             res.lines += self._match(block.data, res, seen, blanked)
-            self._ranks(block.data if blanked is None else blanked, res, self.engine.markers)
+            # mpirun's prefixes name the ranks: read them where they are still written.
+            self._ranks(block.data if blanked is None or res.tagged else blanked, res, self.engine.markers)
             last = block.data
         if res is None:
             return PartResult(src, detect_kind(src.display, ""), False)
@@ -508,15 +510,46 @@ def _cap(sig: Signature, sources: int) -> int:
     return min(MAX_EVENTS_PER_SIGNATURE, max(MIN_CONTEXT_PER_SOURCE, MAX_CONTEXT_EVENTS_TOTAL // max(1, sources)))
 
 
-Head = tuple[str, bool, tuple[str, ...]]  # kind, srun labels, host prefixes (see ``classify``)
+Head = tuple[str, bool, tuple[str, ...], bool]  # kind, srun labels, host prefixes, mpirun tags (see ``classify``)
 
 
 def classify(display: str, first_block: bytes) -> Head:
-    """A source's kind, whether its lines carry srun labels, and the hosts that prefix them, from its first block."""
+    """From a source's first block: its kind, srun labels, the hosts that prefix its lines, mpirun's tags."""
     sample = first_block[:_SAMPLE].decode("utf-8", "replace")
     lines = sample.split("\n", 200)[:200]
     srun = looks_srun_labelled(lines)
-    return detect_kind(display, sample), srun, () if srun else host_prefixes("\n".join(lines))
+    hosts = () if srun else host_prefixes("\n".join(lines))
+    return detect_kind(display, sample), srun, hosts, looks_mpi_tagged(lines)
+
+
+def _blank_prefixes(data: bytes, hosts: tuple[str, ...], tagged: bool) -> bytes:
+    """The block with its launcher prefixes blanked (host names, then mpirun's tags): offsets and lines stay."""
+    if hosts:
+        data = _blank_hosts(data, hosts)
+    if tagged:
+        data = _blank_mpi_tags(data)
+    return data
+
+
+# mpirun --tag-output: "[jobid,rank]<stdout>:" (horovodrun's Gloo launcher: "[rank]<stderr>:").
+_MPI_TAG_INNER = range(1, 17)  # characters between the brackets: "0" to "123456,1234567"
+_MPI_TAG_BLANKERS = [(re.compile(rb"\n\[[\d,]{%d}\]<std(?:out|err)>:" % n), b"\n" + b" " * (n + 11))
+                     for n in _MPI_TAG_INNER]
+
+
+def _blank_mpi_tags(data: bytes) -> bytes:
+    """The block with every "[1,3]<stderr>:" at a line's start turned to spaces of its length.
+
+    Open MPI and Horovod put the tag straight before the text, so a traceback's lines no longer
+    start where signatures expect them; behind spaces they do. One fixed replacement per tag
+    length keeps the rewrite at the regex engine's speed.
+    """
+    for rx, repl in _MPI_TAG_BLANKERS:
+        data = rx.sub(repl, data)
+        m = rx.match(b"\n" + data[:32])
+        if m is not None:  # the block's first line has no newline before it
+            data = repl[1:] + data[m.end() - 1:]
+    return data
 
 
 def _blank_hosts(data: bytes, hosts: tuple[str, ...]) -> bytes:
