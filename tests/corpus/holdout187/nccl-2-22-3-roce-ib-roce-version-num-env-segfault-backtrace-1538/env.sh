@@ -1,0 +1,7 @@
+export CUDA_DEVICE_MAX_CONNECTIONS=1;
+export NCCL_IB_DISABLE=0;
+export NCCL_IB_CUDA_SUPPORT=1;
+#export NCCL_IB_GID_INDEX=7;
+export NCCL_DEBUG=INFO;
+export NCCL_IB_ROCE_VERSION_NUM=2;
+export NCCL_IB_HCA=mlx5_0,mlx5_1,mlx5_2,mlx5_3,mlx5_4,mlx5_5,mlx5_6,mlx5_7;
