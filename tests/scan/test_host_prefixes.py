@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -92,16 +93,6 @@ def _prefixed_log(path: Path, seed: int = 11) -> None:
     path.write_text("\n".join(out) + "\n")
 
 
-@pytest.mark.usefixtures("small_blocks")
-def test_engines_and_splits_agree_on_a_prefixed_source(catalog: Catalog, tmp_path: Path) -> None:
-    log = tmp_path / "train.log"
-    _prefixed_log(log)
-    one = scan_incident(catalog, log, 1, ReEngine(catalog.signatures))
-    assert one == scan_incident(catalog, log, 1, default_engine(catalog.signatures, "auto"))
-    assert one == scan_incident(catalog, log, 2, default_engine(catalog.signatures, "auto"))
-    assert '"owner": "capacity"' in one and "'node-3'" in one
-
-
 def test_nvidia_smi_output_gathered_by_pdsh_is_read_as_nvidia_smi(catalog: Catalog, tmp_path: Path) -> None:
     # "pdsh -w node[1-2] nvidia-smi -q": each value line behind its node's name.
     # The value lines are matched only at a line's start ("^\s*Uncorrectable Error : N").
@@ -144,10 +135,13 @@ def _tagged_log(path: Path, seed: int = 5) -> None:
 
 
 @pytest.mark.usefixtures("small_blocks")
-def test_engines_and_splits_agree_on_a_tagged_source(catalog: Catalog, tmp_path: Path) -> None:
+@pytest.mark.parametrize(("write", "shown"), [(_prefixed_log, "'node-3'"), (_tagged_log, "'[1,12]<stderr>:")],
+                         ids=["host names", "mpirun tags"])
+def test_engines_and_splits_agree_on_a_prefixed_source(catalog: Catalog, tmp_path: Path,
+                                                       write: Callable[[Path], None], shown: str) -> None:
     log = tmp_path / "train.log"
-    _tagged_log(log)
+    write(log)
     one = scan_incident(catalog, log, 1, ReEngine(catalog.signatures))
     assert one == scan_incident(catalog, log, 1, default_engine(catalog.signatures, "auto"))
     assert one == scan_incident(catalog, log, 2, default_engine(catalog.signatures, "auto"))
-    assert '"owner": "capacity"' in one
+    assert '"owner": "capacity"' in one and shown in one
