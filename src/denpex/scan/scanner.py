@@ -535,6 +535,7 @@ def _blank_prefixes(data: bytes, hosts: tuple[str, ...], tagged: bool) -> bytes:
 _MPI_TAG_INNER = range(1, 17)  # characters between the brackets: "0" to "123456,1234567"
 _MPI_TAG_BLANKERS = [(re.compile(rb"\n\[[\d,]{%d}\]<std(?:out|err)>:" % n), b"\n" + b" " * (n + 11))
                      for n in _MPI_TAG_INNER]
+_MPI_TAG_FIND = re.compile(rb"\n\[([\d,]{1,16})\]<std(?:out|err)>:")
 
 
 def _blank_mpi_tags(data: bytes) -> bytes:
@@ -544,7 +545,13 @@ def _blank_mpi_tags(data: bytes) -> bytes:
     start where signatures expect them; behind spaces they do. One fixed replacement per tag
     length keeps the rewrite at the regex engine's speed.
     """
-    for rx, repl in _MPI_TAG_BLANKERS:
+    # Only the lengths the block has (ranks of one and two digits, mostly): one pass finds them.
+    inners = set(_MPI_TAG_FIND.findall(data))
+    first = _MPI_TAG_FIND.match(b"\n" + data[:32])  # the block's first line has no newline before it
+    if first is not None:
+        inners.add(first.group(1))
+    for size in sorted({len(inner) for inner in inners}):
+        rx, repl = _MPI_TAG_BLANKERS[size - 1]
         data = rx.sub(repl, data)
         m = rx.match(b"\n" + data[:32])
         if m is not None:  # the block's first line has no newline before it
