@@ -142,3 +142,36 @@ def test_a_different_failure_after_the_harmless_exit_still_counts(catalog: Catal
     doc = diagnose_files(catalog, tmp_path, {"journal.txt": later})
     assert doc["status"] == "failed"
     assert doc["owner"] == "gpu_hardware"
+
+
+# Inductor max-autotune on a B200: one candidate's ptxas fails and the choice is dropped.
+AUTOTUNE_CHOICE = (
+    "W1105 10:02:11.118000 1234 torch/_inductor/select_algorithm.py:1760] Runtime error during autotuning: \n"
+    "ptxas fatal   : (C7600) Register allocation failed with register count of '255'. Compile the program"
+    " with a higher register target\n"
+    "ptxas fatal   : Ptx assembly aborted due to errors. \n"
+    "Ignoring this choice.\n"
+)
+
+
+def test_a_kernel_choice_the_autotuner_dropped_is_no_failure(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": AUTOTUNE_CHOICE})
+    assert doc["status"] == "healthy"
+
+
+def test_the_same_ptxas_failure_outside_autotuning_is_the_root(catalog: Catalog, tmp_path: Path) -> None:
+    alone = "\n".join(AUTOTUNE_CHOICE.splitlines()[1:3]) + "\n"
+    doc = diagnose_files(catalog, tmp_path, {"train.log": alone})
+    assert doc["root_cause"]["signature_id"] == "toolchain.ptxas_register_allocation_failed"
+
+
+# huggingface_hub on an offline node with the model cached: the retry warning, then the run goes on.
+HUB_RETRY = """\
+'[Errno 101] Network is unreachable' thrown while requesting HEAD https://huggingface.co/gpt2/resolve/main/config.json
+Retrying in 1s [Retry 1/5].
+"""
+
+
+def test_the_hub_clients_retry_warning_is_no_failure(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": HUB_RETRY})
+    assert doc["status"] == "healthy"
