@@ -128,9 +128,14 @@ def _hostlike(m: re.Match[str]) -> bool:
     return _hostname(m) and any(c.isdigit() or c in "-._" for c in v)
 
 
+# Words that stand where a syslog line has its host but are a log level ("<stamp> ERROR engine.start: ...").
+_LOG_LEVELS = frozenset({"error", "err", "warn", "warning", "info", "debug", "trace", "fatal", "critical", "notice"})
+
+
 def _hostname(m: re.Match[str]) -> bool:
     v = m.group("v")
     return (len(v) >= 2 and not v.isdigit() and v.lower() not in ("localhost", "kernel", "none", "null")
+            and v.lower() not in _LOG_LEVELS
             and not HOST_PLACEHOLDER.fullmatch(v) and re.fullmatch(r"[\d.]+", v) is None)
 
 
@@ -362,7 +367,8 @@ DETECTORS: tuple[Detector, ...] = (
                  r"[\w./-]{1,64}(?:\[\d+\])?: "),
              (":",), label="host", learn_host=True, accept=_hostname,
              must=(("2024-05-01T12:00:00+0000 dgx-a17 kernel: NVRM: Xid", "dgx-a17"),),
-             must_not=("2024-05-01T12:00:00+0000 started run",)),
+             must_not=("2024-05-01T12:00:00+0000 started run",
+                       "2025-04-26T20:46:29.907Z ERROR engine.start: nixlBackendError('NIXL_ERR_BACKEND')")),
     Detector("scheduler_host", IDENTITY,
              _rx(r"(?:\b(?:NodeName|BatchHost|NodeList|nodename|Nodes|hostname|HOSTNAME|MASTER_ADDR|master_addr|"
                  r"master-addr|SLURMD_NODENAME|SLURM_NODELIST|SLURM_JOB_NODELIST)[=:]\s?|\bNodes? (?=\S+ not resp)|"
