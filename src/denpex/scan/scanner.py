@@ -550,11 +550,19 @@ def _blank_mpi_tags(data: bytes) -> bytes:
     first = _MPI_TAG_FIND.match(b"\n" + data[:32])  # the block's first line has no newline before it
     if first is not None:
         inners.add(first.group(1))
-    for size in sorted({len(inner) for inner in inners}):
-        rx, repl = _MPI_TAG_BLANKERS[size - 1]
+    sizes = sorted({len(inner) for inner in inners})
+    return _apply_blankers(data, [_MPI_TAG_BLANKERS[size - 1] for size in sizes], 32)
+
+
+def _apply_blankers(data: bytes, blankers: list[tuple[re.Pattern[bytes], bytes]], head: int) -> bytes:
+    """``data`` with each "newline + prefix" regex replaced by its same-length string, the first line too.
+
+    ``head`` is how far into the block a prefix on its first line (no newline before it) can reach.
+    """
+    for rx, repl in blankers:
         data = rx.sub(repl, data)
-        m = rx.match(b"\n" + data[:32])
-        if m is not None:  # the block's first line has no newline before it
+        m = rx.match(b"\n" + data[:head])
+        if m is not None:
             data = repl[1:] + data[m.end() - 1:]
     return data
 
@@ -570,12 +578,7 @@ def _blank_hosts(data: bytes, hosts: tuple[str, ...]) -> bytes:
     replacement is a fixed string per name length, so the rewrite runs at the regex engine's
     speed, not a Python call per line.
     """
-    for rx, repl in _host_blankers(hosts):
-        data = rx.sub(repl, data)
-        m = rx.match(b"\n" + data[:MAX_HOST_LEN + 2])
-        if m is not None:  # the block's first line has no newline before it
-            data = repl[1:] + data[m.end() - 1:]
-    return data
+    return _apply_blankers(data, _host_blankers(hosts), MAX_HOST_LEN + 2)
 
 
 MAX_HOST_LEN = 64  # longer names are not taken for hosts (collect.lineinfo._HOST_PREFIX)
