@@ -13,6 +13,7 @@ import gzip
 import io
 import os
 import re
+import stat
 import sys
 import zlib
 from collections.abc import Generator, Iterator
@@ -312,9 +313,13 @@ def _read_block(stream: BinaryIO, size: int, src: Source, total: int, broken: li
     # Compressed streams are read in small steps (read1), so a truncated tail loses
     # only the last step rather than the whole block.
     reader = getattr(stream, "read1", None) if src.compression else None
+    left = None if reader else _bytes_left(stream)
     while have < size:
+        # A plain file is asked for no more than it holds (a step more, should it be growing):
+        # a read of a whole block from a small file allocates the block and shrinks it again.
+        want = size - have if left is None else min(size - have, max(left - have, _GROWTH_STEP))
         try:
-            data = reader(min(65536, size - have)) if reader else stream.read(size - have)
+            data = reader(min(65536, size - have)) if reader else stream.read(want)
         except (EOFError, zlib.error, gzip.BadGzipFile, OSError, ValueError) as exc:
             broken.append(exc.__class__.__name__)
             src.warnings.append(f"truncated or corrupt {src.compression or 'stream'} after "
@@ -330,6 +335,18 @@ def _read_block(stream: BinaryIO, size: int, src: Source, total: int, broken: li
         parts.append(data)
         have += len(data)
     return b"".join(parts)
+
+
+_GROWTH_STEP = 65536
+
+
+def _bytes_left(stream: BinaryIO) -> int | None:
+    """Bytes from the position of a regular file to its end; None for pipes and wrappers."""
+    try:
+        st = os.fstat(stream.fileno())
+        return max(0, st.st_size - stream.tell()) if stat.S_ISREG(st.st_mode) else None
+    except (OSError, ValueError, AttributeError, io.UnsupportedOperation):
+        return None
 
 
 def _cap_long_lines(body: bytes) -> tuple[bytes, int]:

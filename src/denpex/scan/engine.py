@@ -26,8 +26,8 @@ Limits = dict[int, tuple[int, int]]  # signature -> (first lines wanted, last li
 
 class Engine(Protocol):
     """``scan`` finds every candidate, except that a progress signature not in ``listed_progress``
-    may be reported only once per block (its presence); ``progress_candidates`` then lists a
-    stretch's lines of it.
+    may be reported only once per block (its presence), and one in ``searched_progress`` not at
+    all; ``progress_candidates`` then lists a stretch's lines of it.
 
     ``limits`` (signature -> (head, tail)) says how many lines of a signature the caller can
     still use in this block: its first ``head`` lines and, after those, its last ``tail``.
@@ -38,6 +38,7 @@ class Engine(Protocol):
     name: str
     signatures: list[Signature]
     listed_progress: frozenset[int]  # progress signatures whose every line scan() lists
+    searched_progress: frozenset[int]  # progress signatures scan() never reports: look in every block
     markers: set[str]  # after scan(): launcher prefixes the block may hold ("rank", "mpi")
 
     def scan(self, block: bytes, limits: Limits | None = None) -> list[Candidate]:
@@ -121,6 +122,7 @@ class ReEngine:
     def __init__(self, signatures: Sequence[Signature]) -> None:
         self.signatures = list(signatures)
         self.listed_progress = frozenset(i for i, sig in enumerate(self.signatures) if sig.category == "progress")
+        self.searched_progress: frozenset[int] = frozenset()
         self.unfiltered: list[int] = []
         # (blurred key literal, other blurred sets, signature, pattern number)
         entries: list[tuple[bytes, LiteralSets, int, int]] = []
@@ -379,7 +381,7 @@ def all_hits(engine: Engine, block: bytes) -> list[tuple[int, int, int]]:
             progress.add(idx)
         else:
             confirmed(ls, le, idx, need)
-    for idx in progress:
+    for idx in progress | engine.searched_progress:
         for ls, le, _, need in engine.progress_candidates(block, 0, len(block), idx):
             confirmed(ls, le, idx, need)
     return sorted(out)

@@ -66,13 +66,20 @@ class HyperscanEngine:
         per_step = {i for i in progress
                     if {n for rx in self.signatures[i].compiled_extract for n in rx.groupindex} == {"step"}}
         self.listed_progress = frozenset(progress - per_step)
-        progress = self._per_step = per_step
-        self.db, self._owner, self._confirm, fallback = self._database(None, progress, cache, markers=True)
+        # The per-step signatures are left out of the main database: their words ("iteration",
+        # "step") come several times on most lines of a training log, and Hyperscan pays for
+        # each even once a pattern has reported (a tenth of the whole scan on the bench corpus).
+        # The scanner searches windows of every block for them with their own databases, which
+        # it did anyway to pick the lines it keeps.
+        self._per_step = per_step
+        self._main_sigs = set(range(len(self.signatures))) - per_step
+        self.db, self._owner, self._confirm, fallback = self._database(self._main_sigs, set(), cache, markers=True)
         self.markers: set[str] = set()
         # One database per progress signature: a sparse one searched across a whole block must
         # not drag every dense one's lines through Python with it.
-        self._p_dbs = {i: self._database({i}, set(), cache) for i in sorted(progress)}
+        self._p_dbs = {i: self._database({i}, set(), cache) for i in sorted(per_step)}
         self.fallback_sigs = fallback.union(*(p[3] for p in self._p_dbs.values()))
+        self.searched_progress = frozenset(per_step - self.fallback_sigs)
         self._owner = [-1 if o in self.fallback_sigs and o >= 0 else o for o in self._owner]
         self._fallback_ids = sorted(self.fallback_sigs)
         self._fallback = ReEngine([self.signatures[i] for i in self._fallback_ids]) if self._fallback_ids else None
@@ -169,8 +176,7 @@ class HyperscanEngine:
         main database's; None when that does not hold (never seen) or there is nothing to quiet.
         """
         if self._quiet is None:
-            db, owner, confirm, fallback = self._database(None, self._per_step | self._floods, self._cache,
-                                                          markers=True)
+            db, owner, confirm, fallback = self._database(self._main_sigs, self._floods, self._cache, markers=True)
             same = owner == self._owner and confirm == self._confirm and fallback <= self.fallback_sigs
             self._quiet = db if same and self._floods else False
         return self._quiet or None

@@ -324,6 +324,8 @@ class Scanner:
                     continue
                 seen.add(key)
             keep.append((ls, sig, line, fields, (n + 1, key)))
+        for idx in self.engine.searched_progress:
+            present.setdefault(idx, [])  # never reported: the windows below look for its lines
         for idx, found in present.items():
             keep.extend(self._progress_lines(idx, data, res, found if idx in self.engine.listed_progress else None))
         # Line numbers and inherited stamps in one pass down the block.
