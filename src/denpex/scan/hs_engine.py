@@ -176,7 +176,7 @@ class HyperscanEngine:
         main database's; None when that does not hold (never seen) or there is nothing to quiet.
         """
         if self._quiet is None:
-            db, owner, confirm, fallback = self._database(self._main_sigs, self._floods, self._cache, markers=True)
+            db, owner, confirm, fallback = self._database(self._main_sigs, set(self._floods), self._cache, markers=True)
             same = owner == self._owner and confirm == self._confirm and fallback <= self.fallback_sigs
             self._quiet = db if same and self._floods else False
         return self._quiet or None
