@@ -232,8 +232,8 @@ def _cause_named_by_warning(choice: RootChoice, findings: list[Finding]) -> Find
     is not the process's own word.
     """
     root = choice.root
-    if root is None or root.sig.family in NODE_FAMILIES:
-        return None
+    if root is None or root.sig.family in NODE_FAMILIES or root.sig.category == "external_kill":
+        return None  # a signal from outside (Ctrl-C, a launcher's kill) is no warning's consequence
     if root.sig.owner != "unknown" and not root.sig.frame_owner and root.sig.category not in WARNING_EXPLAINS:
         # An error with an owner of its own keeps it; a generic exception's owner (frame_owner)
         # or a no-kernel error's is only a default that a named cause overrides.
