@@ -27,6 +27,9 @@ class Finding:
     priority: int
     recovered: bool = False
     rank: int | None = None
+    # The line is a Python exception a specific signature read ("DistBackendError: ... store->get
+    # got error"): what a launcher's "exitcode: 1" can be put down to, as a generic one would be.
+    raised: bool = False
 
     @property
     def is_failure(self) -> bool:
@@ -78,7 +81,10 @@ def build_findings(events: list[Event], sigs: dict[str, Signature]) -> list[Find
     # A generic exception ("RuntimeError: NCCL error in: ..., unhandled system error") says no
     # more than the specific failure found on the same line; that one alone stands for it.
     specific = {(f.event.source_index, f.event.line_no) for f in out if f.sig.is_failure and not _generic(f.sig)}
+    raised = {(f.event.source_index, f.event.line_no) for f in out if _generic(f.sig) and f.sig.is_failure}
     out = [f for f in out if not (_generic(f.sig) and (f.event.source_index, f.event.line_no) in specific)]
+    for f in out:
+        f.raised = f.sig.is_failure and not _generic(f.sig) and (f.event.source_index, f.event.line_no) in raised
     _inherit_record_ranks(out)
     _ranks_from_process_map(out)
     return out

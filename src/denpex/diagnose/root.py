@@ -137,7 +137,7 @@ YIELD_RULES = {
         "exception_behind_exit",
         "the worker exited with status 1 after this exception: the exception is what ended it",
         applies=lambda pick: pick.event.fields.get("exit_code") == "1",
-        explains=lambda f: f.sig.family == "python" and f.role == "symptom",
+        explains=lambda f: (f.sig.family == "python" and f.role == "symptom") or (f.raised and f.role != "root"),
         any_source=True),
 }
 RULE_REASONS = {rule.name: rule.reason for rule in YIELD_RULES.values()}
