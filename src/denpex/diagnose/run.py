@@ -171,11 +171,18 @@ def _named_rank(root: Finding, findings: list[Finding], failures: list[Finding],
         cascade = rank_from_cascade(findings, known, _world_size(findings))
         if cascade is not None:
             return cascade
+    hosts = {f.event.host for f in findings if f.event.host}
     if root.role == "cascade":
+        if root.sig.category == "worker_exit" and not any(f.rank is not None for f in failures):
+            # Only the launcher's record of which worker died first (exit -6), no rank's own
+            # word of a timeout or error: on one node that worker is the lead there is.
+            local = root.event.fields.get("local_rank", "")
+            if len(hosts) <= 1 and local.isdigit():
+                return RankVerdict(int(local), "single node, no rank's own error: the launcher's first dead worker",
+                                   [root])
         return None  # the first rank to time out noticed the failure; it did not cause it
     if root.rank is not None:
         return RankVerdict(root.rank, "the earliest failing line names its rank", [root])
-    hosts = {f.event.host for f in findings if f.event.host}
     single = rank_from_single_node(failures, hosts)
     if single is not None and (root.role != "root" or "local_rank" in root.event.fields):
         return single
