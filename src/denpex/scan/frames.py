@@ -25,6 +25,9 @@ _FRAMEWORK_TREE = re.compile(r"[/\\](?:" + "|".join(t.replace("/", r"[/\\]") for
                              + r")[/\\][\w./\\-]+\.py$")
 _STDLIB = re.compile(r"^<frozen |[/\\]lib[/\\]python\d+(?:\.\d+)?[/\\](?!(?:site|dist)-packages)"
                      r"|[/\\]Lib[/\\](?!site-packages)")
+# PyTorch's native stack dump writes C++ frames as Python ones ('File "<unknown>", line 0, in
+# crc32_16bytes(...)'): no file of anyone's, so the search goes on above them.
+_NATIVE = frozenset({"<unknown>"})
 _HEADER = re.compile(rb"Traceback \(most recent call last\)|^\s*$")
 LOOKBACK_LINES = 40  # a traceback's frames and code lines above its exception line
 
@@ -39,7 +42,7 @@ def raising_frame(data: bytes, ls: int) -> str | None:
         m = FRAME.search(line)
         if m:
             path = m.group(1).decode("utf-8", "replace")
-            if not _STDLIB.search(path):
+            if not _STDLIB.search(path) and path not in _NATIVE:
                 return path
         elif start < ls and _HEADER.search(line):
             return None  # the traceback's start (or a blank line) before any frame that counts
