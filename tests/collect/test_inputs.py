@@ -130,3 +130,23 @@ def test_a_pipe_is_sniffed_without_losing_its_first_bytes() -> None:
         head, stream = inputs._peek(fh, 8)
         assert head == b"\x1f\x8bnot re"
         assert stream.read() == b"\x1f\x8bnot really gzip\n"
+
+
+def test_a_plain_file_is_read_whole_in_reads_no_larger_than_it(tmp_path: Path) -> None:
+    path = tmp_path / "rank0.log"
+    path.write_bytes(b"step 1\n" * 1000)
+    src = inputs.Source(display="rank0.log", path=path, index=0)
+    assert b"".join(b.data for b in read_blocks(src)) == path.read_bytes()
+
+
+def test_a_file_that_grows_while_read_loses_nothing(tmp_path: Path) -> None:
+    # The read is sized from fstat; what a live job appends after it still comes.
+    path = tmp_path / "live.log"
+    path.write_bytes(b"a" * 1000)
+    src = inputs.Source(display="live.log", path=path, index=0)
+    with path.open("rb") as fh:
+        first = fh.read(10)
+        with path.open("ab") as out:
+            out.write(b"b" * 5000)
+        got = inputs._read_block(fh, 1 << 20, src, 0, [])
+    assert first + got == b"a" * 1000 + b"b" * 5000

@@ -117,3 +117,36 @@ def test_a_workers_exit_status_one_points_at_the_exception_before_it(catalog: Ca
     assert "Expected 2D tensor" in doc["root_cause"]["evidence"][0]["text"]
     assert doc["owner"] == "user_code"
     assert "exception_behind_exit" in {r["rule"] for r in doc["rules_fired"]}
+
+
+# mlcommons/training#770 (tests/corpus/holdout206): on one 8-GPU node, local rank 5 died of a
+# double free (SIGABRT) and only torchrun's record of it is left; the others closed after it.
+ABORTED_WORKER = ("nb-e3p9s3o28rnk-0:21615:21978 [32626] NCCL INFO [Service thread] Connection closed by localRank 2\n"
+                  "nb-e3p9s3o28rnk-0:21612:22750 [32736] NCCL INFO [Service thread] Connection closed by localRank 4\n"
+                  "[2024-11-14 06:04:09,095] torch.distributed.elastic.multiprocessing.api: [ERROR] failed "
+                  "(exitcode: -6) local_rank: 5 (pid: 21617) of binary: /opt/conda/bin/python\n")
+
+
+def test_on_one_node_the_first_aborted_worker_is_the_lead(catalog: Catalog, tmp_path: Path) -> None:
+    doc = diagnose_files(catalog, tmp_path, {"console.txt": ABORTED_WORKER})
+    assert doc["initiating_rank"] == 5
+
+
+def test_an_aborted_worker_after_a_ranks_own_timeout_is_not_the_lead(catalog: Catalog, tmp_path: Path) -> None:
+    timeout = ("[rank2]:[E1114 06:04:01.000000000 ProcessGroupNCCL.cpp:616] [Rank 2] Watchdog caught collective "
+               "operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
+               "ran for 600010 milliseconds before timing out.\n")
+    doc = diagnose_files(catalog, tmp_path, {"console.txt": timeout + ABORTED_WORKER})
+    assert doc["initiating_rank"] != 5
+
+
+def test_exit_code_one_yields_to_the_exception_a_specific_signature_read(catalog: Catalog, tmp_path: Path) -> None:
+    # pytorch#131781 (tests/corpus/holdout206): rank 15 could not fetch rank 0's NCCL id.
+    rank15 = ("[rank15]: torch.distributed.DistBackendError: [15] is setting up NCCL communicator and retrieving "
+              "ncclUniqueId from [0] via c10d key-value store by key '0', but store->get('0') got error: "
+              "Connection reset by peer\n")
+    agent = ("E0801 04:55:29.559000 140238513375040 torch/distributed/elastic/multiprocessing/api.py:833] failed "
+             "(exitcode: 1) local_rank: 6 (pid: 28553) of binary: /home/joe/micromamba/bin/python3.10\n")
+    doc = diagnose_files(catalog, tmp_path, {"rank15.txt": rank15, "agent.txt": agent})
+    assert "ncclUniqueId" in doc["root_cause"]["evidence"][0]["text"]
+    assert "exception_behind_exit" in {r["rule"] for r in doc["rules_fired"]}

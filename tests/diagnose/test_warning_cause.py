@@ -123,3 +123,16 @@ def test_pytorch_arch_warning_gives_no_kernel_image_its_owner_and_keeps_the_erro
     assert doc["owner"] == "driver"
     assert "no kernel image" in doc["root_cause"]["evidence"][0]["text"]
     assert "warning_names_owner" in {r["rule"] for r in doc["rules_fired"]}
+
+
+def test_no_warning_explains_an_interrupt(catalog: Catalog, tmp_path: Path) -> None:
+    # A ZeRO-3 run stopped with Ctrl-C (tests/corpus/holdout210): DeepSpeed's trace-cache warning
+    # earlier in the output is not why it stopped.
+    text = ("Invalidate trace cache @ step 56836: expected module 842, but got module 422\n"
+            "{'loss': 1.25, 'learning_rate': 1e-05, 'epoch': 0.5}\n"
+            "Traceback (most recent call last):\n"
+            "KeyboardInterrupt\n")
+    doc = diagnose_files(catalog, tmp_path, {"output.log": text})
+    assert doc["root_cause"]["signature_id"] == "python.keyboard_interrupt"
+    assert doc["owner"] == "user_code"
+    assert "warning_names_cause" not in {r["rule"] for r in doc["rules_fired"]}

@@ -151,3 +151,13 @@ def test_attribute_error_raised_inside_a_library_is_the_librarys(catalog: Catalo
     assert diagnose_files(catalog, tmp_path, {"train.log": text})["owner"] == "framework"
     own = text.replace("/opt/venv/lib/python3.12/site-packages/deepspeed/runtime/engine.py", "/home/u/train.py")
     assert diagnose_files(catalog, tmp_path / "own", {"train.log": own})["owner"] == "user_code"
+
+
+def test_native_frames_of_pytorchs_stack_dump_are_nobodys_file() -> None:
+    # Megatron-Bridge checkpoint save (tests/corpus/holdout221): c10 writes C++ frames as
+    # 'File "<unknown>", line 0'; they must not make the exception the job's own code.
+    text = (' 93: !!!!!!! Segfault encountered !!!!!!!\n'
+            ' 93:   File "<unknown>", line 0, in crc32_16bytes(void const*, unsigned long, unsigned int)\n'
+            ' 93:   File "<unknown>", line 0, in mz_crc32\n')
+    data, ls = _ls(text, 'File "<unknown>", line 0, in mz_crc32')
+    assert raising_frame(data, ls) is None
