@@ -45,10 +45,11 @@ DRIVER_DOC = "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.ht
 # 'named symbol not found'", "Cuda failure 700 '...'") and tiny-cuda-nn-style checks
 # ("cudaMalloc(&ptr, n) failed with error out of memory") and CTranslate2 ("CUDA failed with error
 # out of memory", faster-whisper's runtime) and HPC codes (AmgX "Cuda failure: 'out of memory'",
-# SPECFEM3D "CUDA error !!!!! <out of memory> !!!!!").
+# SPECFEM3D "CUDA error !!!!! <out of memory> !!!!!") and TVM/MLC's CUDA_CALL check ("Check failed:
+# (e == cudaSuccess || e == cudaErrorCudartUnloading) is false: CUDA: out of memory").
 PREFIX = (r"(?:(?:CUDA|Cuda|cuda) (?:driver |runtime )?(?:[Ee]rror|ERROR): |Triton Error \[CUDA\]: "
           r"|cuda runtime error \(\d+\) : |THCudaCheck FAIL file=\S+ line=\d+ error=\d+ : |Cuda failure:? (?:\d+ )?'"
-          r"|\bcu\w*\((?:[^()]|\([^()]*\))*\) failed with error |CUDA failed with error |CUDA error !+ <)")
+          r"|\bcu\w*\((?:[^()]|\([^()]*\))*\) failed with error |CUDA failed with error |CUDA error !+ <|is false: CUDA: )")
 # After a message that is the start of another message ("unspecified launch failure" vs
 # "... in prior launch"): the line ends, or punctuation, or a space and a non-letter.
 GUARD = r"(?:$|[^ a-z]| [^a-z])"
