@@ -48,7 +48,8 @@ DRIVER_DOC = "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.ht
 # SPECFEM3D "CUDA error !!!!! <out of memory> !!!!!") and TVM/MLC's CUDA_CALL check ("Check failed:
 # (e == cudaSuccess || e == cudaErrorCudartUnloading) is false: CUDA: out of memory").
 PREFIX = (r"(?:(?:CUDA|Cuda|cuda) (?:driver |runtime )?(?:[Ee]rror|ERROR): |Triton Error \[CUDA\]: "
-          r"|cuda runtime error \(\d+\) : |THCudaCheck FAIL file=\S+ line=\d+ error=\d+ : |Cuda failure:? (?:\d+ )?'"
+          r"|cuda runtime error \(\d+\) : |THCudaCheck FAIL file=\S+ line=\d+ error=\d+ : "
+          r"|Cuda failure:? (?:\d+ )?'"
           r"|\bcu\w*\((?:[^()]|\([^()]*\))*\) failed with error |CUDA failed with error |CUDA error !+ <|is false: CUDA: )")
 # After a message that is the start of another message ("unspecified launch failure" vs
 # "... in prior launch"): the line ends, or punctuation, or a space and a non-letter.
