@@ -50,7 +50,8 @@ DRIVER_DOC = "https://docs.nvidia.com/cuda/cuda-driver-api/group__CUDA__TYPES.ht
 PREFIX = (r"(?:(?:CUDA|Cuda|cuda) (?:driver |runtime )?(?:[Ee]rror|ERROR): |Triton Error \[CUDA\]: "
           r"|cuda runtime error \(\d+\) : |THCudaCheck FAIL file=\S+ line=\d+ error=\d+ : "
           r"|Cuda failure:? (?:\d+ )?'"
-          r"|\bcu\w*\((?:[^()]|\([^()]*\))*\) failed with error |CUDA failed with error |CUDA error !+ <|is false: CUDA: )")
+          r"|\bcu\w*\((?:[^()]|\([^()]*\))*\) failed with error |CUDA failed with error "
+          r"|CUDA error !+ <|is false: CUDA: )")
 # After a message that is the start of another message ("unspecified launch failure" vs
 # "... in prior launch"): the line ends, or punctuation, or a space and a non-letter.
 GUARD = r"(?:$|[^ a-z]| [^a-z])"
