@@ -48,7 +48,7 @@ EXCEPTIONS = tomllib.loads((CORPUS / "healthy_exceptions.toml").read_text())["ex
 # from another thread), and holdout202's trtexec run whose CUDA-graph capture failed before it
 # fell back to plain launches (the fallback line clears the error next to it, not the copy of the
 # error the reporter pasted at the top), and holdout210's BigScience probe cancelled by its owner
-# once timed (holdout60's cancel again, a sibling run): 18 of 772 healthy cases, and a nineteenth
+# once timed (holdout60's cancel again, a sibling run): 18 of 796 healthy cases, and a nineteenth
 # fails the build.
 FLOORS = {"owner_accuracy": 0.60, "root_line_hit": 0.60, "healthy_fp_rate": 0.0250}
 

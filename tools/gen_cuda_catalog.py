@@ -57,6 +57,8 @@ PREFIX = (r"(?:(?:CUDA|Cuda|cuda) (?:driver |runtime )?(?:[Ee]rror|ERROR): |Trit
 GUARD = r"(?:$|[^ a-z]| [^a-z])"
 # Rank prefixes seen in front of these lines: "[rank3]: ", "[PG ID 2 PG GUID 3 Rank 5] ".
 RANK_EXTRACT = r"\[(?:rank|[^\]]*Rank )(?P<rank>\d+)\]"
+# TensorRT-LLM's executor: "Failed to initialize executor on rank 6: [TensorRT-LLM][ERROR] CUDA driver error ..."
+RANK_ON_EXTRACT = r"\bon rank (?P<rank>\d+): "
 
 FIELD_ORDER = ("id", "title", "patterns", "extract", "owner", "category", "severity", "role",
                "priority", "rma", "explanation", "steps", "clear_when", "missing", "references",
@@ -210,7 +212,7 @@ def build(groups: list[Group], notes: Notes) -> tuple[list[dict[str, Any]], list
             if names and url not in refs:
                 refs.append(url)
         sig: dict[str, Any] = {
-            "id": sid, "title": title, "patterns": patterns, "extract": [RANK_EXTRACT],
+            "id": sid, "title": title, "patterns": patterns, "extract": [RANK_EXTRACT, RANK_ON_EXTRACT],
             "owner": note["owner"], "category": note["category"], "severity": note["severity"],
             "role": note["role"], "priority": note["priority"], "rma": note.get("rma", "none"),
             "explanation": explanation, "steps": note["steps"],
