@@ -33,16 +33,21 @@ class Event:
     pci_bus_id: str | None = None
     uuid: str | None = None
     source_index: int = 0  # position of the source in the input order, for stable sorting
+    # The line the evidence quotes in place of this one, (line_no, text): the code line
+    # "assert n > 0" above a bare "AssertionError" (catalog field quote_line_above). The event
+    # itself stays on the line that matched, for ordering and every rule.
+    quoted: tuple[int, str] | None = None
 
     @property
     def order_key(self) -> tuple[Any, ...]:
         return (self.source_index, self.line_no)
 
     def to_evidence(self, role: str | None = None) -> dict[str, Any]:
+        line_no, text = self.quoted if self.quoted is not None else (self.line_no, self.text)
         out: dict[str, Any] = {
             "source": self.source,
-            "line_no": self.line_no,
-            "text": self.text,
+            "line_no": line_no,
+            "text": text,
             "time": iso(self.time, self.offset),
             "rank": self.rank,
             "host": self.host,

@@ -31,7 +31,8 @@ _REQUIRED = ("id", "title", "patterns", "owner", "category", "severity", "role",
              "references")
 _KNOWN = set(_REQUIRED) | {"case_insensitive", "extract", "priority", "rma", "clear_when", "missing",
                            "status", "since", "detail_follows", "end_of_source",
-                           "clears_next_failure", "clears_prior_failure", "clears_line", "frame_owner"}
+                           "clears_next_failure", "clears_prior_failure", "clears_line", "frame_owner",
+                           "quote_line_above"}
 
 
 class CatalogError(Exception):
@@ -106,7 +107,7 @@ def load_catalog(dirs: list[Path] | None = None, use_cache: bool = True) -> Cata
     return Catalog(signatures=sigs, sha256=sha, files=files, redirects=redirects, dirs=tuple(dirs))
 
 
-_CACHE_FORMAT = 7
+_CACHE_FORMAT = 8
 _DIGITLESS = bytes(range(256))  # a digit shape is this table with the digits' entries replaced
 
 
@@ -239,6 +240,13 @@ def _build(raw: dict[str, Any], family: str, path: Path) -> Signature:
             raise _fail(path, sid, f"step who '{who}' not one of {', '.join(WHO)}")
         steps.append(Step(step=str(s["step"]), command=s.get("command"), who=who,
                           disruptive=bool(s.get("disruptive", False))))
+    quote_above = raw.get("quote_line_above", "")
+    if not isinstance(quote_above, str):
+        raise _fail(path, sid, "quote_line_above must be a regex string")
+    try:
+        re.compile(quote_above, flags)
+    except re.error as exc:
+        raise _fail(path, sid, f"quote_line_above {quote_above!r}: {exc}") from exc
     priority = raw.get("priority", 50)
     if not isinstance(priority, int) or not 0 <= priority <= 100:
         raise _fail(path, sid, "priority must be an integer 0-100")
@@ -257,6 +265,7 @@ def _build(raw: dict[str, Any], family: str, path: Path) -> Signature:
         clears_prior_failure=bool(raw.get("clears_prior_failure", False)),
         clears_line=bool(raw.get("clears_line", False)),
         frame_owner=bool(raw.get("frame_owner", False)),
+        quote_line_above=quote_above,
     )
     # Validation compiled them already; keep them rather than compile twice.
     sig.__dict__["compiled"] = tuple(compiled)

@@ -75,6 +75,10 @@ class Signature:
     # the traceback's last frame (``raised_in``); a library's code (site-packages) makes the
     # failure the framework's, the job's own files the user's (see ``scan.frames``).
     frame_owner: bool = False
+    # A regex for the line just above a match that says more than the matched line: a bare
+    # "AssertionError" says nothing, the "assert x > 0" code line above it says what failed.
+    # When the line above matches, the event quotes that line (its text and line number).
+    quote_line_above: str = ""
 
     @property
     def flags(self) -> int:
@@ -91,6 +95,10 @@ class Signature:
     @cached_property
     def compiled_extract(self) -> tuple[re.Pattern[str], ...]:
         return tuple(re.compile(p, self.flags) for p in self.extract)
+
+    @cached_property
+    def compiled_quote_above(self) -> re.Pattern[str] | None:
+        return re.compile(self.quote_line_above, self.flags) if self.quote_line_above else None
 
     @cached_property
     def digit_shape(self) -> bytes:

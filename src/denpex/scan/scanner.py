@@ -451,6 +451,12 @@ class Scanner:
         for key in ("host", "pci_bus_id", "uuid"):
             if key in fields and getattr(ev, key) is None:
                 setattr(ev, key, fields[key])
+        above = sig.compiled_quote_above
+        if above is not None and ls > 0:
+            prev_start = memo.data.rfind(b"\n", 0, ls - 1) + 1
+            prev = memo.data[prev_start:ls - 1].decode("utf-8", "replace").rstrip("\r")
+            if above.search(prev):
+                ev.quoted = (line_no - 1, _kept_text(prev, sig))
         if sig.frame_owner and "raised_in" not in fields:
             frame = raising_frame(memo.data, ls)
             if frame is not None:
