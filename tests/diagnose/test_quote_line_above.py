@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from denpex.catalog import Catalog
 from tests.helpers import diagnose_files
@@ -24,23 +25,23 @@ WITH_MESSAGE = (
 )
 
 
+def _root_evidence(catalog: Catalog, tmp_path: Path, text: str) -> tuple[str, dict[str, Any]]:
+    doc = diagnose_files(catalog, tmp_path, {"train.log": text})
+    return doc["root_cause"]["signature_id"], doc["root_cause"]["evidence"][0]
+
+
 def test_bare_assertion_quotes_the_condition_line(catalog: Catalog, tmp_path: Path) -> None:
-    doc = diagnose_files(catalog, tmp_path, {"engine.log": BARE})
-    ev = doc["root_cause"]["evidence"][0]
-    assert doc["root_cause"]["signature_id"] == "python.assertion_error_bare"
-    assert ev["text"] == "    assert loaded_weight.shape[output_dim] == self.org_vocab_size"
-    assert ev["line_no"] == 3
+    sig, ev = _root_evidence(catalog, tmp_path, BARE)
+    assert sig == "python.assertion_error_bare"
+    assert (ev["line_no"], ev["text"]) == (3, "    assert loaded_weight.shape[output_dim] == self.org_vocab_size")
 
 
 def test_assertion_with_a_message_quotes_the_message(catalog: Catalog, tmp_path: Path) -> None:
-    doc = diagnose_files(catalog, tmp_path, {"train.log": WITH_MESSAGE})
-    ev = doc["root_cause"]["evidence"][0]
-    assert ev["text"].startswith("AssertionError: The number of ulysses_size")
+    _, ev = _root_evidence(catalog, tmp_path, WITH_MESSAGE)
     assert ev["line_no"] == 4
+    assert ev["text"].startswith("AssertionError: The number of ulysses_size")
 
 
 def test_bare_assertion_without_a_code_line_keeps_its_own_line(catalog: Catalog, tmp_path: Path) -> None:
-    doc = diagnose_files(catalog, tmp_path, {"train.log": "step 3 done\nAssertionError\n"})
-    ev = doc["root_cause"]["evidence"][0]
-    assert ev["text"] == "AssertionError"
-    assert ev["line_no"] == 2
+    _, ev = _root_evidence(catalog, tmp_path, "step 3 done\nAssertionError\n")
+    assert (ev["line_no"], ev["text"]) == (2, "AssertionError")
