@@ -42,8 +42,13 @@ class Event:
     def order_key(self) -> tuple[Any, ...]:
         return (self.source_index, self.line_no)
 
+    @property
+    def shown(self) -> tuple[int, str]:
+        """(line_no, text) of the line a person is shown for this event: ``quoted`` where set."""
+        return self.quoted if self.quoted is not None else (self.line_no, self.text)
+
     def to_evidence(self, role: str | None = None) -> dict[str, Any]:
-        line_no, text = self.quoted if self.quoted is not None else (self.line_no, self.text)
+        line_no, text = self.shown
         out: dict[str, Any] = {
             "source": self.source,
             "line_no": line_no,

@@ -27,7 +27,9 @@ WITH_MESSAGE = (
 
 def _root_evidence(catalog: Catalog, tmp_path: Path, text: str) -> tuple[str, dict[str, Any]]:
     doc = diagnose_files(catalog, tmp_path, {"train.log": text})
-    return doc["root_cause"]["signature_id"], doc["root_cause"]["evidence"][0]
+    ev = doc["root_cause"]["evidence"][0]
+    assert f"(train.log:{ev['line_no']})." in doc["summary"]  # the summary points at the quoted line too
+    return doc["root_cause"]["signature_id"], ev
 
 
 def test_bare_assertion_quotes_the_condition_line(catalog: Catalog, tmp_path: Path) -> None:

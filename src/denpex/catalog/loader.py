@@ -244,7 +244,7 @@ def _build(raw: dict[str, Any], family: str, path: Path) -> Signature:
     if not isinstance(quote_above, str):
         raise _fail(path, sid, "quote_line_above must be a regex string")
     try:
-        re.compile(quote_above, flags)
+        compiled_quote = re.compile(quote_above, flags) if quote_above else None
     except re.error as exc:
         raise _fail(path, sid, f"quote_line_above {quote_above!r}: {exc}") from exc
     priority = raw.get("priority", 50)
@@ -270,4 +270,5 @@ def _build(raw: dict[str, Any], family: str, path: Path) -> Signature:
     # Validation compiled them already; keep them rather than compile twice.
     sig.__dict__["compiled"] = tuple(compiled)
     sig.__dict__["compiled_extract"] = tuple(compiled_extract)
+    sig.__dict__["compiled_quote_above"] = compiled_quote
     return sig

@@ -202,7 +202,7 @@ def _summary(diag: Diagnosis) -> str:
         where.append(f"host {root.event.host}")
     loc = f" on {' / '.join(where)}" if where else ""
     n_other = len([f for f in diag.failures if f is not root])
-    s = f"{root.sig.title}{loc} ({root.event.source}:{root.event.line_no})."
+    s = f"{root.sig.title}{loc} ({root.event.source}:{root.event.shown[0]})."
     if n_other:
         s += f" {n_other} other failure line(s) follow or accompany it."
     s += f" Owner: {diag.owner}."
