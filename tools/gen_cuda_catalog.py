@@ -202,6 +202,12 @@ def build(groups: list[Group], notes: Notes) -> tuple[list[dict[str, Any]], list
                 # A driver-API call's return code as runtimes print it (OpenACC/NVHPC:
                 # "call to cuCtxCreate returned error 214: ...").
                 patterns.append(r"\bcu[A-Z]\w* returned error (?:" + "|".join(map(str, codes)) + r")\b")
+                # The same code from other callers' checks: CP2K's offload layer ("cuInit failed
+                # with error:  34"; the colon keeps PhysX's "cuEventRecord failed with error 700",
+                # which its own signature reads) and TensorFlow 1.x's CHECK macro ("CUDA_SUCCESS ==
+                # dynload::cuCtxSetCurrent(context) (0 vs. 216)").
+                patterns.append(r"\bcu[A-Z]\w*(?:\([\w&*, ]{0,60}\))? (?:failed with error: {1,3}|\(0 vs\. )(?:"
+                                + "|".join(map(str, codes)) + r")\b")
         patterns.extend(note.get("extra_patterns", []))
         title = note.get("title") or f"CUDA error {nums}: {g.messages[0] if g.messages else primary}"
         intro = (f"CUDA returned {' / '.join(rt + drv)} (code {nums}"
@@ -251,6 +257,10 @@ def example_block(sid: str, g: Group, generic: bool, note: dict[str, Any],
         out += [f"# expect: {sid}", f"CUDA error = {num}at main.cu:196'cudaDeviceSynchronize()/n"]
     if num > 0 and drv:
         out += [f"# expect: {sid}", f"Accelerator Fatal Error: call to cuCtxCreate returned error {num}"]
+        out += [f"# expect: {sid}",
+                f"ERROR: cuInit failed with error:  {num} /opt/cp2k/src/offload/offload_library.c 57"]
+        out += [f"# expect: {sid}", f"F tensorflow/stream_executor/cuda/cuda_driver.cc:334] Check failed: "
+                f"CUDA_SUCCESS == dynload::cuCtxSetCurrent(context) (0 vs. {num})"]
     for ex in note.get("examples", []):
         out += [f"# expect: {sid}{_fields(ex)}", ex["line"]]
     near: list[str] = [
@@ -265,6 +275,8 @@ def example_block(sid: str, g: Group, generic: bool, note: dict[str, Any],
     if num > 0:
         near.append(f"CUDA error = {num}0 at main.cu:12")  # another code, not this one
         near.append(f"call to cuMemAlloc returned error {num}0")
+        if drv:
+            near.append(f"PhysX error: SynchronizeStreams cuEventRecord failed with error {num}")
     near.extend(note.get("near_miss", []))
     for line in near:
         out += [f"# expect-none: {sid}", line]
