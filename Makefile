@@ -35,8 +35,9 @@ typecheck:
 catalog-test:
 	$(BIN)/denpex signatures test
 
+# pytest-xdist: one worker per core (CI has two); the corpus-wide tests are most of the time.
 unit:
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n auto
 
 eval: venv
 	$(BIN)/python tools/eval_corpus.py tests/corpus

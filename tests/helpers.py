@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any
 
 from denpex.catalog import Catalog
-from denpex.collect.inputs import expand_paths
+from denpex.collect.inputs import Source, expand_paths
 from denpex.diagnose import diagnose_paths
 from denpex.diagnose.incident import build_incident
 from denpex.diagnose.run import diagnose_results
+from denpex.evaluate.corpus import evidence_paths
 from denpex.report.json_report import render_json
+from denpex.scan.engine import Engine, default_engine
 from denpex.scan.scanner import scan_all
 
 
@@ -52,3 +55,32 @@ steps = [{{ step = "none" }}]
 references = ["https://example.org/x"]
 """)
     return folder
+
+
+_CORPUS_DOCS: dict[tuple[int, Path], dict[str, Any]] = {}
+
+
+def corpus_sources(case: Path) -> list[Source]:
+    """A corpus case's evidence (or a plain folder such as the demo job), named relative to it."""
+    args = evidence_paths(case) if (case / "case.toml").exists() else [str(case)]
+    sources, _ = expand_paths(args)
+    for s in sources:
+        if Path(s.display).is_relative_to(case):
+            s.display = str(Path(s.display).relative_to(case))
+    return sources
+
+
+def corpus_incident(catalog: Catalog, case: Path, engine: Engine | None = None) -> dict[str, Any]:
+    """The incident of a corpus case, diagnosed once per test session with the default engine.
+
+    Several corpus-wide tests (schema, masking round trip, engine differential) need the clear
+    diagnosis of every case; computing it once is most of what keeps ``make test`` short.
+    A copy is returned, so callers may change it. Another engine is diagnosed afresh.
+    """
+    if engine is not None and engine is not default_engine(catalog.signatures):
+        return build_incident(diagnose_paths(catalog, corpus_sources(case), engine))
+    key = (id(catalog), case)
+    doc = _CORPUS_DOCS.get(key)
+    if doc is None:
+        doc = _CORPUS_DOCS[key] = build_incident(diagnose_paths(catalog, corpus_sources(case)))
+    return copy.deepcopy(doc)

@@ -16,7 +16,7 @@ CORPUS = Path(__file__).resolve().parent / "corpus"
 HEALTHY = CORPUS / "healthy"
 EXCEPTIONS = tomllib.loads((CORPUS / "healthy_exceptions.toml").read_text())["exceptions"]
 
-# Floors under the measured score (see README); raise them when the score rises. Twenty held-out
+# Floors under the measured score (see README); raise them when the score rises. Twenty-one held-out
 # healthy cases are known false positives: holdout41's PCIe A100 for which DCGM reports every
 # NVLink down (a DCGM bug on GPUs without NVLink; the text alone cannot tell it from links that
 # failed), holdout30's one-line excerpt of Horovod's stall warning from a run that went on
@@ -50,8 +50,10 @@ EXCEPTIONS = tomllib.loads((CORPUS / "healthy_exceptions.toml").read_text())["ex
 # error the reporter pasted at the top), and holdout210's BigScience probe cancelled by its owner
 # once timed (holdout60's cancel again, a sibling run), and holdout243's rembg and ReActor runs
 # whose ONNX Runtime could not load its CUDA provider and went on on the CPU (holdout97's case
-# again; seven other corpus cases end on the same line): 20 of 875 healthy cases, and a
-# twenty-second fails the build.
+# again; seven other corpus cases end on the same line), and holdout260's training run whose
+# wandb upload thread died of a read timeout between epochs (the excerpt ends inside that
+# thread's traceback, which reads as the process's own): 21 of 904 healthy cases, and a
+# twenty-third fails the build.
 FLOORS = {"owner_accuracy": 0.60, "root_line_hit": 0.60, "healthy_fp_rate": 0.0250}
 
 

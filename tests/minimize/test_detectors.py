@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from denpex.minimize.detectors import BY_NAME, DETECTORS, IDENTITY, PROTECTED
+from denpex.evaluate.corpus import evidence_paths, find_cases
+from denpex.minimize.detectors import BY_NAME, DETECTORS, IDENTITY, PROTECTED, Detector
 from denpex.minimize.masker import Masker
 from tests.minimize.conftest import KEY
 
@@ -105,3 +107,36 @@ def test_masking_never_raises_and_is_idempotent_on_any_text(text: str) -> None:
     m = Masker(KEY, identity=True)
     once = m.mask_text(text)
     assert m.mask_text(once) == once
+
+
+@pytest.fixture(scope="module")
+def corpus_lines() -> list[str]:
+    """Every fourth corpus case's lines: real text the gated detectors meet."""
+    lines: list[str] = []
+    for case in find_cases(Path(__file__).resolve().parents[1] / "corpus")[::4]:
+        for f in evidence_paths(case):
+            lines += Path(f).read_text(errors="surrogateescape").splitlines()
+    return lines
+
+
+GATED = [d for d in DETECTORS if d.gate is not None]
+
+
+@pytest.mark.parametrize("det", GATED, ids=[d.name for d in GATED])
+def test_a_gate_lets_through_every_line_its_detector_matches(det: Detector, corpus_lines: list[str]) -> None:
+    """A gate only skips lines the detector cannot match: checked on the corpus and the examples."""
+    assert det.gate is not None
+    for line in [line for line, _ in det.must] + list(det.must_not) + corpus_lines:
+        if det.literals and not any(lit in line.lower() for lit in det.literals):
+            continue
+        if det.regex.search(line):
+            assert det.gate.search(line), (det.name, line)
+
+
+@given(st.text(alphabet="0123456789abcdefABCDEF:.-=_ \"'passwordtokenkey", max_size=60))
+@settings(max_examples=400, deadline=None)
+def test_gates_are_necessary_on_made_up_lines(text: str) -> None:
+    for det in GATED:
+        assert det.gate is not None
+        if det.regex.search(text):
+            assert det.gate.search(text), (det.name, text)

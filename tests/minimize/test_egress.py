@@ -26,7 +26,7 @@ WHEN = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def test_strict_payloads_of_the_corpus_validate_against_the_schema(catalog: Catalog) -> None:
-    paths = [str(p) for p in CASES[::4]] + [str(DEMO)]
+    paths = [str(p) for p in CASES[::8]] + [str(DEMO)]  # masking is the cost: an eighth of the corpus
     for p in paths:
         doc = json.loads(build_payload(catalog, [p], "strict", KEY).data)
         jsonschema.validate(doc, SCHEMA)

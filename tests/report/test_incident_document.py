@@ -9,11 +9,11 @@ import jsonschema
 import pytest
 
 from denpex.catalog import Catalog
-from denpex.collect.inputs import expand_paths
 from denpex.diagnose import diagnose_paths
 from denpex.diagnose.incident import build_incident
-from denpex.evaluate.corpus import evidence_paths, find_cases
+from denpex.evaluate.corpus import find_cases
 from denpex.report.json_report import render_json
+from tests.helpers import corpus_incident, corpus_sources
 
 REPO = Path(__file__).resolve().parents[2]
 SCHEMA = json.loads((REPO / "src" / "denpex" / "spec" / "incident.schema.json").read_text())
@@ -22,9 +22,7 @@ INPUTS = [REPO / "examples" / "demo-job", *find_cases(REPO / "tests" / "corpus")
 
 
 def _doc(catalog: Catalog, path: Path) -> dict[str, object]:
-    args = evidence_paths(path) if (path / "case.toml").exists() else [str(path)]
-    sources, _ = expand_paths(args)
-    return build_incident(diagnose_paths(catalog, sources))
+    return build_incident(diagnose_paths(catalog, corpus_sources(path)))
 
 
 def test_bundled_schema_is_the_shared_one() -> None:
@@ -35,7 +33,7 @@ def test_bundled_schema_is_the_shared_one() -> None:
 
 @pytest.mark.parametrize("path", INPUTS, ids=lambda p: p.name)
 def test_incident_validates_against_schema(catalog: Catalog, path: Path) -> None:
-    doc = _doc(catalog, path)
+    doc = corpus_incident(catalog, path)
     jsonschema.validate(doc, SCHEMA)
     if doc["status"] == "failed":
         ev = doc["root_cause"]["evidence"][0]

@@ -11,14 +11,11 @@ from hypothesis import strategies as st
 from denpex.catalog import Catalog
 from denpex.catalog.examples import example_files, parse_examples
 from denpex.catalog.loader import RULES_DIR
-from denpex.collect.inputs import expand_paths
-from denpex.diagnose import diagnose_paths
-from denpex.diagnose.incident import build_incident
-from denpex.evaluate.corpus import evidence_paths, find_cases
+from denpex.evaluate.corpus import find_cases
 from denpex.report.json_report import render_json
 from denpex.scan import hs_engine
-from denpex.scan.engine import ReEngine, all_hits
-from tests.helpers import site_catalog
+from denpex.scan.engine import ReEngine, all_hits, default_engine
+from tests.helpers import corpus_incident, site_catalog
 
 pytestmark = pytest.mark.skipif(not hs_engine.available(), reason="hyperscan extra not installed")
 REPO = Path(__file__).resolve().parents[2]
@@ -78,14 +75,15 @@ def _re_engine(catalog: Catalog) -> ReEngine:
     return _RE.setdefault(id(catalog), ReEngine(catalog.signatures))
 
 
-def test_same_incident_on_the_whole_corpus(hs: hs_engine.HyperscanEngine, catalog: Catalog) -> None:
+def test_same_incident_on_the_whole_corpus(catalog: Catalog) -> None:
+    """Hyperscan (the default engine here, its incidents shared with the other corpus tests) vs re."""
+    hs = default_engine(catalog.signatures)
+    assert isinstance(hs, hs_engine.HyperscanEngine)
     re_engine = ReEngine(catalog.signatures)
     for case in [REPO / "examples" / "demo-job", *find_cases(REPO / "tests" / "corpus")]:
-        args = evidence_paths(case) if (case / "case.toml").exists() else [str(case)]
         docs = []
         for engine in (hs, re_engine):
-            sources, _ = expand_paths(args)
-            doc = build_incident(diagnose_paths(catalog, sources, engine))
+            doc = corpus_incident(catalog, case, engine)
             doc.pop("generated_at")
             docs.append(render_json(doc))
         assert docs[0] == docs[1], case

@@ -40,6 +40,10 @@ class Detector:
     learn_host: bool = False  # the value is a host name: remember it and mask it everywhere
     label_from_key: bool = False  # key=value: the placeholder type follows the key's name
     tags: tuple[str, ...] = field(default_factory=tuple)
+    # A cheaper regex every match of ``regex`` contains (a necessary condition, never more):
+    # a line without it is skipped. For detectors whose literals are in most lines (':', '.')
+    # and whose regex has no literal to start from, so that re would try it at every position.
+    gate: re.Pattern[str] | None = None
 
 
 def _rx(pattern: str, flags: int = 0) -> re.Pattern[str]:
@@ -307,6 +311,7 @@ DETECTORS: tuple[Detector, ...] = (
              _rx(r"(?i)(?<![\w-])(?P<k>[\w.-]{0,60}?" + _KV_KEYS + r")[\"']?\s*[=:]\s*(?P<q>[\"']?)"
                  r"(?P<v>[^\s\"',;&)}\]]{3,2048})"),
              ("pass", "pwd", "secret", "token", "key", "credential", "dsn", "webhook"),
+             gate=_rx(r"(?i)" + _KV_KEYS + r"[\"']?\s*[=:]"),
              must=(("db:\n  password: hunter2-xyz", "hunter2-xyz"), ("MLFLOW_TRACKING_PASSWORD=abc%def", "abc%def"),
                    ('{"api_key": "q1w2e3r4t5y6"}', "q1w2e3r4t5y6")),
              must_not=("max_new_tokens=2048", "pad_token: <pad>", "num_tokens: 512", "tokenizer=gpt2",
@@ -395,19 +400,19 @@ DETECTORS: tuple[Detector, ...] = (
     Detector("ipv4", IDENTITY,
              _rx(r"(?<![\w.])(?P<v>(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)(?:\.(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)){3})"
                  r"(?![\w]|\.\d)"),
-             (".",), label="ip", generic=True, accept=_public_ip,
+             (".",), label="ip", generic=True, accept=_public_ip, gate=_rx(r"\d\.\d{1,3}\.\d{1,3}\.\d"),
              must=(("NCCL INFO NET/Socket : Using [0]eth0:10.12.0.7<0>", "10.12.0.7"),),
              must_not=("driver 535.104.05 CUDA 12.2", "bind 0.0.0.0:8000")),
     Detector("ipv6", IDENTITY,
              _rx(r"(?<![0-9a-fA-F:.])(?P<v>(?:[0-9a-fA-F]{1,4}:){7}[0-9a-fA-F]{1,4}|(?<![\w:.])"
                  r"(?:[0-9a-fA-F]{1,4}:){1,6}:(?:[0-9a-fA-F]{1,4}:){0,5}[0-9a-fA-F]{1,4})(?![\w:.])"),
-             ("::", ":"), label="ip", generic=True, accept=_ipv6,
+             ("::", ":"), label="ip", generic=True, accept=_ipv6, gate=_rx(r":[0-9a-fA-F]{0,4}:"),
              must=(("GID fe80::ba59:9fff:fe3d:1a2b port 1", "fe80::ba59:9fff:fe3d:1a2b"),
                    ("remoteGidsfd00:1148:9000:5000:4:200:3:ff21 hca", "fd00:1148:9000:5000:4:200:3:ff21")),
              must_not=("c10::Error at::Tensor", "14:01:02.481")),
     Detector("mac", IDENTITY,
              _rx(r"(?<![\w:-])(?P<v>[0-9a-fA-F]{2}(?:([:-])[0-9a-fA-F]{2})(?:\2[0-9a-fA-F]{2}){4})(?![\w:-])"),
-             (":", "-"), label="mac", generic=True,
+             (":", "-"), label="mac", generic=True, gate=_rx(r"[:-][0-9a-fA-F]{2}[:-][0-9a-fA-F]{2}[:-]"),
              must=(("link/ether 0c:42:a1:3b:5d:7e brd ff:ff:ff:ff:ff:ff", "0c:42:a1:3b:5d:7e"),),
              must_not=("0000:3b:00.0", "12:00:00")),
     Detector("gpu_uuid", IDENTITY,
