@@ -36,8 +36,9 @@ catalog-test:
 	$(BIN)/denpex signatures test
 
 # pytest-xdist: one worker per core (CI has two); the corpus-wide tests are most of the time.
+# loadgroup keeps the wrapper's process-and-signal tests together on one worker.
 unit:
-	$(BIN)/pytest -q -n auto
+	$(BIN)/pytest -q -n auto --dist loadgroup
 
 eval: venv
 	$(BIN)/python tools/eval_corpus.py tests/corpus
