@@ -52,9 +52,10 @@ EXCEPTIONS = tomllib.loads((CORPUS / "healthy_exceptions.toml").read_text())["ex
 # whose ONNX Runtime could not load its CUDA provider and went on on the CPU (holdout97's case
 # again; seven other corpus cases end on the same line), and holdout260's training run whose
 # wandb upload thread died of a read timeout between epochs (the excerpt ends inside that
-# thread's traceback, which reads as the process's own): 21 of 904 healthy cases, and a
-# twenty-third fails the build.
-FLOORS = {"owner_accuracy": 0.60, "root_line_hit": 0.60, "healthy_fp_rate": 0.0250}
+# thread's traceback, which reads as the process's own): 21 of 934 healthy cases, and a
+# twenty-third fails the build. Owner and root-line floors sit a few points under the measured
+# 83.7% and 86.8%, room for a new held-out set scored before its fixes.
+FLOORS = {"owner_accuracy": 0.80, "root_line_hit": 0.83, "healthy_fp_rate": 0.0240}
 
 
 @pytest.mark.parametrize("case", find_cases(HEALTHY), ids=lambda p: p.name)

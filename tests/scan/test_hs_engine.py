@@ -213,3 +213,26 @@ def test_only_an_opening_line_anchor_becomes_a_newline() -> None:
     assert hs_engine.newline_anchor("(?:^Killed)[^\\n]*\\n") == "(?:\\nKilled)[^\\n]*\\n"
     assert hs_engine.newline_anchor("^Killed\\s*$") == "\\nKilled\\s*$"
     assert hs_engine.newline_anchor("(?:a|^b)c") == "(?:a|^b)c"
+
+
+def test_two_patterns_opening_with_anchored_spaces_both_still_match(catalog: Catalog) -> None:
+    """Hyperscan lost the HF Trainer's NaN eval_loss beside compute-sanitizer's indented pattern.
+
+    Real lines (holdout270, a TinyLlama fine-tune): with both signatures in one database the
+    third line was not reported, though each signature alone found it.
+    """
+    sigs = [s for s in catalog.signatures if s.id in ("torch.loss_nan_logged", "cuda.sanitizer_invalid_access")]
+    block = (b"***** eval metrics *****\n"
+             b"  epoch                   =        5.0\n"
+             b"  eval_loss               =        nan\n")
+    eng = hs_engine.HyperscanEngine(sigs, cache=False)
+    want = [i for i, s in enumerate(sigs) if s.id == "torch.loss_nan_logged"]
+    assert [h[2] for h in all_hits(eng, block)] == want
+    assert all_hits(eng, block) == all_hits(ReEngine(sigs), block)
+
+
+def test_a_leading_anchored_space_run_is_left_to_re() -> None:
+    assert hs_engine.unanchor_leading_space(r"^\s*=+ +Invalid __global__") == r"=+ +Invalid __global__"
+    assert hs_engine.unanchor_leading_space(r"(?:^ +eval_loss|x)") == r"(?:eval_loss|x)"
+    assert hs_engine.unanchor_leading_space(r"^Train: \d+") is None
+    assert hs_engine.unanchor_leading_space(r"^\s*$") is None

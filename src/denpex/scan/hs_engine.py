@@ -382,13 +382,32 @@ def newline_anchor(expr: str) -> str:
     return expr[:i] + "\\n" + expr[i + 1:] if expr.startswith("^", i) else expr
 
 
+_LEADING_SPACE = re.compile(r"^((?:\(\?:)*)\^(?:\\s|\[[^\]]*\]| )[*+]")
+
+
+def unanchor_leading_space(pattern: str) -> str | None:
+    """``pattern`` without a leading ``^\\s*`` (``^ +``, ``^[ \\t]*``), or None when it has none.
+
+    Hyperscan 5.4 (the ``hyperscan`` wheel) drops matches when two patterns of one database
+    both begin with a line-start anchor and an unbounded repeat of spaces: with
+    ``^\\s*=+ +Invalid __global__ ...`` (compute-sanitizer) in the database, ``^ +eval_loss +=
+    +nan`` no longer matched the HF Trainer's metrics table after another indented line, though
+    each alone did. Without the anchor Hyperscan looks for the rest anywhere in the line (more
+    lines, never fewer) and ``re`` decides on each with the whole pattern.
+    """
+    m = _LEADING_SPACE.match(pattern)
+    if m is None or len(pattern) - m.end() < 3:
+        return None
+    return pattern[:m.start()] + m.group(1) + pattern[m.end():]
+
+
 QUIET_FIRST = 8 * 1024  # scanned with the main database after a wanted flood line stopped a quiet scan
 
 # Launcher prefixes the scanner collects ranks from: Hyperscan says in passing whether a block
 # has any, so the scanner's own regexes run only where they will find something.
 MARKERS = (("rank", rb"\[(?:rank|default)"), ("mpi", rb"\]<std"))
 _MARKER_BASE = -2  # owner ids -2, -3, ... stand for MARKERS[0], MARKERS[1], ...
-_FORMAT = 7  # bump when the expressions built from a pattern change
+_FORMAT = 8  # bump when the expressions built from a pattern change
 # How a pattern's hits are confirmed by re: never, on lines that are not ASCII, always.
 CONFIRM_NEVER, CONFIRM_NON_ASCII, CONFIRM_ALWAYS = 0, 1, 2
 
@@ -434,7 +453,8 @@ def _compile(chosen: list[tuple[int, Signature]], single: set[int],
             continue  # the scanner tests these on a source's last lines only
         built = []
         for pat in sig.patterns:
-            expr = trim_trailing_repeats(pat)
+            loose = unanchor_leading_space(pat)
+            expr = trim_trailing_repeats(pat if loose is None else loose)
             # Only the most selective piece of "A.*B" is looked for; re decides on its lines.
             piece = key_piece(expr)
             expr = piece if piece is not None else expr
@@ -451,7 +471,7 @@ def _compile(chosen: list[tuple[int, Signature]], single: set[int],
                         unfit.add(idx)
                         break
                     expr, need = wide, CONFIRM_ALWAYS
-            if piece is not None:
+            if piece is not None or loose is not None:
                 need = CONFIRM_ALWAYS
             f = hyperscan.HS_FLAG_MULTILINE
             if idx in single:
