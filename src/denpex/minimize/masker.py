@@ -75,8 +75,19 @@ class Masker:
         # Detectors whose literals are all words or token prefixes ("sk-ant-", "ghp_", "job")
         # are absent from most lines: one search for any of their literals skips them together.
         self._is_rare = [_rare(d) for d in self._detectors]
-        rare = sorted({lit for d in self._detectors if _rare(d) for lit in d.literals}, key=lambda x: (-len(x), x))
-        self._rare_rx = re.compile("|".join(map(re.escape, rare))) if rare else None
+        rare = {lit for d, r in zip(self._detectors, self._is_rare, strict=True) if r for lit in d.literals}
+        self._rare_rx = _any_of(rare)
+
+    def _may_match(self, i: int, text: str, lower: str, any_rare: bool) -> bool:
+        """Whether detector ``i`` can match the line: its literals, then its gate (both cheap)."""
+        literal_rx = self._literal_rx[i]
+        if literal_rx is not None and ((self._is_rare[i] and not any_rare) or literal_rx.search(lower) is None):
+            return False
+        gate = self._detectors[i].gate
+        return gate is None or gate.search(text) is not None
+
+    def _any_rare(self, lower: str) -> bool:
+        return self._rare_rx is not None and self._rare_rx.search(lower) is not None
 
     # -- finding ------------------------------------------------------------------------------
     def spans(self, text: str) -> list[Span]:
@@ -87,13 +98,11 @@ class Masker:
             taken = [m.span() for m in PLACEHOLDER.finditer(text)]
         protected: list[tuple[int, int]] | None = None
         out: list[Span] = []
-        any_rare = self._rare_rx is not None and self._rare_rx.search(lower) is not None
-        for det, literal_rx, rare in zip(self._detectors, self._literal_rx, self._is_rare, strict=True):
+        any_rare = self._any_rare(lower)
+        for i, det in enumerate(self._detectors):
             if det.name == "internal_fqdn":
                 self._known(text, taken, out)
-            if literal_rx is not None and ((rare and not any_rare) or literal_rx.search(lower) is None):
-                continue
-            if det.gate is not None and det.gate.search(text) is None:
+            if not self._may_match(i, text, lower, any_rare):
                 continue
             for m in det.regex.finditer(text):
                 vs, ve = _value_span(m)
@@ -166,8 +175,9 @@ class Masker:
         if not self.identity:
             return
         lower = text.lower()
-        for det in self._detectors:
-            if not det.learn_host or (det.literals and not any(lit in lower for lit in det.literals)):
+        any_rare = self._any_rare(lower)
+        for i, det in enumerate(self._detectors):
+            if not det.learn_host or not self._may_match(i, text, lower, any_rare):
                 continue
             for m in det.regex.finditer(text):
                 if det.accept is None or det.accept(m):
@@ -181,11 +191,16 @@ class Masker:
         return re.sub(r"<(?:secret:)?([a-z_]+):([0-9a-f]{6,8})>", r"\1-\2", masked)
 
 
+def _any_of(literals: set[str] | tuple[str, ...]) -> re.Pattern[str] | None:
+    """A regex finding any of the literals (longest first); None for none."""
+    if not literals:
+        return None
+    return re.compile("|".join(re.escape(lit) for lit in sorted(literals, key=lambda x: (-len(x), x))))
+
+
 def _literal_regex(det: Detector) -> re.Pattern[str] | None:
     """Finds any of the detector's literals in the lowered line; None when it has none."""
-    if not det.literals:
-        return None
-    return re.compile("|".join(re.escape(lit) for lit in sorted(det.literals, key=lambda x: (-len(x), x))))
+    return _any_of(det.literals)
 
 
 def _rare(det: Detector) -> bool:
