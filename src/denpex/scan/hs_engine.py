@@ -393,7 +393,8 @@ def unanchor_leading_space(pattern: str) -> str | None:
     ``^\\s*=+ +Invalid __global__ ...`` (compute-sanitizer) in the database, ``^ +eval_loss +=
     +nan`` no longer matched the HF Trainer's metrics table after another indented line, though
     each alone did. Without the anchor Hyperscan looks for the rest anywhere in the line (more
-    lines, never fewer) and ``re`` decides on each with the whole pattern.
+    lines, never fewer) and ``re`` decides on each with the whole pattern. A rest of under
+    three characters is left anchored: alone it would be reported on nearly every line.
     """
     m = _LEADING_SPACE.match(pattern)
     if m is None or len(pattern) - m.end() < 3:
