@@ -36,9 +36,11 @@ catalog-test:
 	$(BIN)/denpex signatures test
 
 # pytest-xdist: one worker per core (CI has two); the corpus-wide tests are most of the time.
-# loadgroup keeps the wrapper's process-and-signal tests together on one worker.
+# The wrapper's process-and-signal tests run afterwards, alone: beside the parallel workers a
+# signal-forwarding test lost its signal three times in five full runs (cause not found yet).
 unit:
-	$(BIN)/pytest -q -n auto --dist loadgroup
+	$(BIN)/pytest -q -n auto --dist loadgroup --ignore=tests/wrapper
+	$(BIN)/pytest -q tests/wrapper
 
 eval: venv
 	$(BIN)/python tools/eval_corpus.py tests/corpus

@@ -21,9 +21,10 @@ HERE = Path(__file__).resolve().parent
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Keep the wrapper's tests on one xdist worker, one after another.
 
-    They start real process trees and send real signals, in the process group that pytest's
-    workers share; beside one another on two workers, one test's signal forwarding timed out
-    waiting for its child (twice in four runs), never when they run in sequence.
+    They start real process trees and send real signals; beside one another on two workers,
+    one test's signal forwarding timed out waiting for its child (twice in four runs). `make
+    test` runs them after the parallel part, alone, as they had always passed; this keeps a
+    plain `pytest -n auto` from spreading them.
     """
     for item in items:
         if Path(str(item.path)).is_relative_to(HERE):
