@@ -36,11 +36,9 @@ catalog-test:
 	$(BIN)/denpex signatures test
 
 # pytest-xdist: one worker per core (CI has two); the corpus-wide tests are most of the time.
-# The wrapper's process-and-signal tests run afterwards, alone: beside the parallel workers a
-# signal-forwarding test lost its signal three times in five full runs (cause not found yet).
+# The wrapper's process-and-signal tests share one xdist worker (tests/wrapper/conftest.py).
 unit:
-	$(BIN)/pytest -q -n auto --dist loadgroup --ignore=tests/wrapper
-	$(BIN)/pytest -q tests/wrapper
+	$(BIN)/pytest -q -n auto --dist loadgroup
 
 eval: venv
 	$(BIN)/python tools/eval_corpus.py tests/corpus

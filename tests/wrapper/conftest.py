@@ -21,10 +21,10 @@ HERE = Path(__file__).resolve().parent
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Keep the wrapper's tests on one xdist worker, one after another.
 
-    They start real process trees and send real signals; beside one another on two workers,
-    one test's signal forwarding timed out waiting for its child (twice in four runs). `make
-    test` runs them after the parallel part, alone, as they had always passed; this keeps a
-    plain `pytest -n auto` from spreading them.
+    They start real process trees and send real signals, and a few of them time how fast a
+    child notices something; one worker running them one after another keeps those timings
+    away from each other. (The signal-forwarding flake once blamed on busy workers was the
+    test child's own race, see ``SIGNAL_CHILD``.)
     """
     for item in items:
         if Path(str(item.path)).is_relative_to(HERE):
