@@ -52,6 +52,25 @@ def test_split_file_gives_the_same_incident_as_one_process(catalog: Catalog, tmp
 
 
 @pytest.mark.usefixtures("small_blocks")
+def test_a_quoted_line_above_keeps_its_line_number_in_a_later_part(catalog: Catalog, tmp_path: Path) -> None:
+    """A bare AssertionError shows the assert line above it; in a part after the first, that line's
+    number was left part-local (holdout166's tdmolflow traceback: quoted at 1877 instead of 5900)."""
+    tail = (REPO / "tests/corpus/holdout166/tdmolflow-qm9-remove-h-shape-assertion-gpu-train/"
+            "slurm-3712820.out.log").read_text(errors="replace").splitlines()
+    progress = [f"2024-05-01 10:{i // 60 % 60:02d}:{i % 60:02d} iteration {i:8d}/ 500000 | lm loss: 2.5E+00 |"
+                for i in range(4000)]
+    log = tmp_path / "train.log"
+    log.write_text("\n".join(progress + tail) + "\n")
+    assert len(plan_units(expand_paths([str(log)])[0], jobs=3)) >= 3
+    sources, _ = expand_paths([str(log)])
+    split = scanner.scan_all(catalog, sources, jobs=3)
+    quoted = [e.shown for r in split for e in r.events if e.signature_id == "python.assertion_error_bare"]
+    lines = log.read_text().splitlines()
+    assert quoted and all(lines[no - 1] == text for no, text in quoted)
+    assert scan_incident(catalog, log, jobs=1) == scan_incident(catalog, log, jobs=3)
+
+
+@pytest.mark.usefixtures("small_blocks")
 def test_part_boundaries_fall_on_whole_lines(catalog: Catalog, tmp_path: Path) -> None:
     log = tmp_path / "train.log"
     _big_log(log, seed=5)

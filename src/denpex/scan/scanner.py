@@ -632,7 +632,7 @@ def merge_parts(src: Source, parts: list[PartResult], caps: dict[str, int]) -> S
                 if key in seen:
                     continue
                 seen.add(key)
-            ev.line_no += offset
+            _shift(ev, offset)
             res.events.append(ev)
         for sid, n in part.hits.items():
             counts[sid] = counts.get(sid, 0) + n
@@ -640,7 +640,7 @@ def merge_parts(src: Source, parts: list[PartResult], caps: dict[str, int]) -> S
             head = heads.setdefault(sid, [])
             tail = tails.setdefault(sid, deque(maxlen=PROGRESS_TAIL))
             for ev in (*keep.head, *keep.tail):
-                ev.line_no += offset
+                _shift(ev, offset)
                 (head if len(head) < PROGRESS_HEAD else tail).append(ev)
         res.lines += part.lines
         res.ranks |= part.ranks
@@ -659,6 +659,13 @@ def merge_parts(src: Source, parts: list[PartResult], caps: dict[str, int]) -> S
     limits = {sid: caps.get(sid, MAX_EVENTS_PER_SIGNATURE) for sid in counts}
     res.dropped = {sid: n - limits[sid] for sid, n in counts.items() if n > limits[sid]}
     return res
+
+
+def _shift(ev: Event, offset: int) -> None:
+    """Move a part's event to the source's line numbers, with the line it quotes above it."""
+    ev.line_no += offset
+    if ev.quoted is not None:
+        ev.quoted = (ev.quoted[0] + offset, ev.quoted[1])
 
 
 _SMI_GPU = re.compile(rb"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7])\s*$", re.M)
