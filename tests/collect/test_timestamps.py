@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from denpex.collect.timestamps import YEAR_UNKNOWN, parse_stamp, parse_stamp_general
+from denpex.collect.timestamps import STAMP_BYTES, YEAR_UNKNOWN, may_hold_stamp, parse_stamp, parse_stamp_general
 
 CASES = [
     ("dmesg -T", "[Tue May  7 12:00:00 2024] NVRM: Xid", datetime(2024, 5, 7, 12, 0), None),
@@ -51,3 +51,25 @@ def test_fast_iso_path_agrees_with_the_general_parser(noise: list[str], where: l
         chars[pos] = ch
     line = "".join(chars) + tail
     assert parse_stamp(line) == parse_stamp_general(line)
+
+
+_STAMPISH = st.sampled_from(["2024-06-20T21:00:27.005Z ", "[ 123.456] ", "[Tue May  7 12:00:00 2024] ", "May  7 12:00:00 node ",
+                             "E1129 14:07:47.123456 12345 ", "[default3]:", "\x1c[ 1.5]", "12:00:00 ", "[\u3000 1.5]",
+                             "\u0661\u0662:00:00 ", "x" * 118, "\u00e9", " "])
+
+
+@settings(max_examples=600, deadline=None)
+@given(st.lists(_STAMPISH | st.text(max_size=12), max_size=6))
+def test_a_line_ruled_out_by_the_bytes_check_has_no_stamp(pieces: list[str]) -> None:
+    # The scanner skips decoding and parsing lines this check rules out; it must never rule out a stamp.
+    line = "".join(pieces).replace("\n", " ")
+    raw = line.encode("utf-8", "surrogatepass")
+    if not may_hold_stamp(raw, 0, len(raw)):
+        assert parse_stamp(line) is None
+        assert parse_stamp(raw[:STAMP_BYTES].decode("utf-8", "replace")) is None
+
+
+def test_only_the_head_of_a_long_line_is_needed_for_its_stamp() -> None:
+    line = "2024-06-20T21:00:27Z " + "\u2588" * 50_000
+    head = line.encode()[:STAMP_BYTES].decode("utf-8", "replace")
+    assert parse_stamp(head) == parse_stamp(line)

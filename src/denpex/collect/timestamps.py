@@ -34,6 +34,9 @@ _DATE_CMD = re.compile(r"(?:^|\s)\w{3} (\w{3}) +(\d{1,2}) (\d{2}):(\d{2}):(\d{2}
 
 # Only look near the start of a line: stamps deep inside a message are data, not the time.
 _HEAD = 120
+# Bytes of a raw line that always hold its first _HEAD characters once decoded (a character is
+# at most four bytes, an undecodable byte one): all a caller need decode to find its stamp.
+STAMP_BYTES = 4 * _HEAD
 
 
 @dataclass(frozen=True)
@@ -89,6 +92,25 @@ def _iso_at_start(line: str) -> Stamp | None:
 _TIME_OF_DAY = re.compile(r"\d{2}:\d{2}:\d{2}")
 _OFFSET = re.compile(r"[+-]\d{2}:?\d{2}", re.ASCII)
 _ISO_START = re.compile(r"\d{4}-\d\d-\d\d[T ]\d\d:\d\d:\d\d(?!\d)", re.ASCII)
+
+
+_TIME_OF_DAY_BYTES = re.compile(rb"\d{2}:\d{2}:\d{2}")
+_BOOT_START_BYTES = re.compile(rb"\[[\s\x1c-\x1f]*\d")
+
+
+def may_hold_stamp(data: bytes, start: int, end: int) -> bool:
+    """False only where ``parse_stamp`` of the line ``data[start:end]`` is sure to find nothing.
+
+    Every form has a time of day in the line's head, except dmesg's seconds since boot, which
+    open the line. An ASCII head is tested on the bytes, without decoding the line; any other
+    head may hold digits or spaces the bytes test does not see and counts as a maybe.
+    """
+    stop = min(end, start + _HEAD)
+    if not data[start:stop].isascii():
+        return True
+    if _TIME_OF_DAY_BYTES.search(data, start, stop) is not None:
+        return True
+    return _BOOT_START_BYTES.match(data, start, stop) is not None
 
 
 def parse_stamp(line: str) -> Stamp | None:

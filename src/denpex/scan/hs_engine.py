@@ -64,7 +64,7 @@ class HyperscanEngine:
         # main database (that it occurs); a database of its own then finds its lines in the
         # stretches the scanner asks for. Rarer progress lines (epochs, checkpoints) are listed.
         per_step = {i for i in progress
-                    if {n for rx in self.signatures[i].compiled_extract for n in rx.groupindex} == {"step"}}
+                    if {n for rx in self.signatures[i].compiled_extract for n in rx.groupindex} <= PER_STEP_FIELDS}
         self.listed_progress = frozenset(progress - per_step)
         # The per-step signatures are left out of the main database: their words ("iteration",
         # "step") come several times on most lines of a training log, and Hyperscan pays for
@@ -402,6 +402,9 @@ def unanchor_leading_space(pattern: str) -> str | None:
     return pattern[:m.start()] + m.group(1) + pattern[m.end():]
 
 
+# Fields of progress lines printed every logging step: the HF Trainer's metrics dict names the
+# epoch on every one, so an epoch signature floods like a step counter.
+PER_STEP_FIELDS = frozenset({"step", "epoch"})
 QUIET_FIRST = 8 * 1024  # scanned with the main database after a wanted flood line stopped a quiet scan
 
 # Launcher prefixes the scanner collects ranks from: Hyperscan says in passing whether a block

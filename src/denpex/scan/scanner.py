@@ -30,7 +30,7 @@ from denpex.collect.allocator import reuse_freed_blocks
 from denpex.collect.inputs import BLOCK, Source, read_blocks, split_points
 from denpex.collect.kinds import detect_kind, rank_from_name
 from denpex.collect.lineinfo import host_prefixes, looks_mpi_tagged, looks_srun_labelled, normalize_pci, parse_line_info
-from denpex.collect.timestamps import YEAR_UNKNOWN, Stamp, parse_stamp
+from denpex.collect.timestamps import STAMP_BYTES, YEAR_UNKNOWN, Stamp, may_hold_stamp, parse_stamp
 from denpex.evidence import Event
 from denpex.scan.engine import Candidate, Engine, Limits, default_engine
 from denpex.scan.frames import raising_frame
@@ -717,7 +717,9 @@ class _StampMemo:
                 if self.stamp is not None and line_no - self.stamp_line <= LOOKBACK_LINES:
                     found, found_line = self.stamp, self.stamp_line
                 break
-            st = parse_stamp(data[start:end].decode("utf-8", "replace"))
+            # Only the line's head can hold its stamp: a redrawn progress bar is 100 kB of line.
+            st = (parse_stamp(data[start:min(end, start + STAMP_BYTES)].decode("utf-8", "replace"))
+                  if may_hold_stamp(data, start, end) else None)
             if st is not None and (st.time is not None or st.boot_seconds is not None):
                 found, found_line = st, cur
                 break
