@@ -41,3 +41,21 @@ def test_kernel_log_and_dcgm_table_at_the_very_start_are_still_found() -> None:
     kernel = "[  1.000000] a\n[  2.000000] b\n[  3.000000] c\n"
     assert kinds.detect_kind("x.log", kernel) == "kernel_log"
     assert kinds.detect_kind("x.log", "| Deployment     | Pass |\n") == "dcgm_diag"
+
+
+_KIND_PIECES = st.sampled_from([
+    "[ 12.5] NVRM: Xid", "[Tue May  7 12:00:00 2024] x", "May  7 12:00:00 node kernel: y", "[default3]:step",
+    "2024-05-07T12:00:00 node kernel: z", "gpu1:12:34 [0] NCCL INFO Init", "slurmstepd: error", "srun: error",
+    "| Deployment | Pass |", "Diagnostic | Result", "dcgmi diag -r 1", "==NVSMI LOG==", "Attached GPUs : 8",
+    "[", "|", " kernel:", "\n", " ", "x"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_KIND_PIECES, max_size=40))
+def test_hinted_line_count_agrees_with_trying_every_line(pieces: list[str]) -> None:
+    # The hints only choose which lines the regex runs on; the count must be the full one.
+    sample = "".join(pieces)
+    for kind, rx, need in kinds.KIND_RULES:
+        for want in (1, need, 3):
+            full = sum(1 for line in sample.split("\n") for _ in rx.finditer(line))
+            assert kinds._enough_lines(sample, rx, kinds._HINTS[kind], want) == (full >= want), kind

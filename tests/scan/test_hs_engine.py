@@ -236,3 +236,16 @@ def test_a_leading_anchored_space_run_is_left_to_re() -> None:
     assert hs_engine.unanchor_leading_space(r"(?:^ +eval_loss|x)") == r"(?:eval_loss|x)"
     assert hs_engine.unanchor_leading_space(r"^Train: \d+") is None
     assert hs_engine.unanchor_leading_space(r"^\s*$") is None
+
+
+def test_a_block_without_a_searched_signatures_literals_skips_its_windows(hs: hs_engine.HyperscanEngine,
+                                                                         catalog: Catalog) -> None:
+    epoch = next(i for i in hs.searched_progress if catalog.signatures[i].id == "progress.epoch")
+    step_line = b"{'loss': 1.2345, 'grad_norm': 3.1, 'learning_rate': 4.9e-05, 'epoch': 0.42}\n"
+    other = b"gpu-a045:1650372:1650375 [4] NCCL INFO cudaDriverVersion 12040\n" * 100
+    assert not hs.may_hold(other, epoch)
+    assert hs.may_hold(other + step_line, epoch)
+    # Wherever it says no, the windows would have found nothing.
+    for block in (other, other + b"epoch 3 of 10\n", other + step_line):
+        if not hs.may_hold(block, epoch):
+            assert hs.progress_candidates(block, 0, len(block), epoch) == []

@@ -53,20 +53,28 @@ def _enough_lines(sample: str, rx: re.Pattern[str], hints: tuple[str, ...], need
     """Whether ``need`` lines of ``sample`` match ``rx``, looking only at lines that hold a hint.
 
     Every match holds one of its kind's hints, so the regex runs on those lines alone instead
-    of at every position of the sample (a multi-line regex tries each one).
+    of at every position of the sample (a multi-line regex tries each one). A line reached only
+    through a line-start hint is tried at its start alone: a match anywhere else on it would
+    hold another hint, and the line would have been reached through that one too.
     """
-    starts: set[int] = set()
+    starts: set[int] = set()  # lines reached through a hint inside the line
+    at_start: set[int] = set()  # lines reached through a line-start hint
     for hint in hints:
+        into = at_start if hint[0] == "\n" else starts
         if hint[0] == "\n" and sample.startswith(hint[1:]):
-            starts.add(0)  # a line-start hint on the first line has no newline before it
+            into.add(0)  # a line-start hint on the first line has no newline before it
         at = sample.find(hint)
         while at >= 0:
-            starts.add(at + 1 if hint[0] == "\n" else sample.rfind("\n", 0, at) + 1)
+            into.add(at + 1 if hint[0] == "\n" else sample.rfind("\n", 0, at) + 1)
             at = sample.find(hint, at + 1)
     found = 0
-    for ls in sorted(starts):
+    for ls in sorted(starts | at_start):
         le = sample.find("\n", ls)
-        found += sum(1 for _ in rx.finditer(sample, ls, le if le >= 0 else len(sample)))
+        le = le if le >= 0 else len(sample)
+        if ls in starts:
+            found += sum(1 for _ in rx.finditer(sample, ls, le))
+        elif rx.match(sample, ls, le) is not None:
+            found += 1
         if found >= need:
             return True
     return False

@@ -47,6 +47,10 @@ class Engine(Protocol):
     def progress_candidates(self, block: bytes, start: int, end: int, sig: int) -> list[Candidate]:
         ...
 
+    def may_hold(self, block: bytes, sig: int) -> bool:
+        """False only where ``block`` cannot hold a line of the searched progress signature ``sig``."""
+        ...
+
 
 def _table(blur_hex: bool) -> bytes:
     table = bytearray(range(256))
@@ -224,6 +228,9 @@ class ReEngine:
 
     def progress_candidates(self, block: bytes, start: int, end: int, sig: int) -> list[Candidate]:
         return self._lines(block, start, end, sig)
+
+    def may_hold(self, block: bytes, sig: int) -> bool:
+        return True  # searches nothing on its own (no searched progress signatures)
 
     def _lines(self, block: bytes, start: int, end: int, only: int | None,
                done: frozenset[int] | None = None) -> list[Candidate]:

@@ -34,6 +34,7 @@ from denpex.catalog.regex_subset import (
     can_match_newline,
     key_piece,
     line_exact_for_bytes,
+    literal_sets_for_prefilter,
     needs_utf8,
     trim_trailing_repeats,
     widen_for_bytes,
@@ -80,6 +81,10 @@ class HyperscanEngine:
         self._p_dbs = {i: self._database({i}, set(), cache) for i in sorted(per_step)}
         self.fallback_sigs = fallback.union(*(p[3] for p in self._p_dbs.values()))
         self.searched_progress = frozenset(per_step - self.fallback_sigs)
+        # Per searched signature, the literals a block must hold for any of its patterns to match
+        # (see ``may_hold``): a signature absent from a block then costs a few byte searches
+        # instead of a pass of its database over the whole block.
+        self._needs = {i: _block_needs(self.signatures[i]) for i in self.searched_progress}
         self._owner = [-1 if o in self.fallback_sigs and o >= 0 else o for o in self._owner]
         self._fallback_ids = sorted(self.fallback_sigs)
         self._fallback = ReEngine([self.signatures[i] for i in self._fallback_ids]) if self._fallback_ids else None
@@ -168,6 +173,13 @@ class HyperscanEngine:
             return [c for c in found if c[2] == sig]
         db, owner, confirm, _ = self._p_dbs[sig]
         return self._candidates(_all_hits(db, block, start, end), owner, confirm, block, 0)
+
+    def may_hold(self, block: bytes, sig: int) -> bool:
+        needs = self._needs.get(sig)
+        if needs is None:
+            return True
+        # Some pattern must find, in each of its literal sets, one literal somewhere in the block.
+        return any(all(any(lit in block for lit in lits) for lits in sets) for sets in needs)
 
     def _quiet_db(self) -> Any:
         """The main database with every flood signature reporting at most once per scan.
@@ -334,6 +346,23 @@ class HyperscanEngine:
                     confirm_it = need == CONFIRM_ALWAYS
                 out.append((ls + shift, le + shift, sig, confirm_it))
         return out
+
+
+def _block_needs(sig: Signature) -> list[list[tuple[bytes, ...]]] | None:
+    """Per pattern of ``sig``, literal sets of which a block must hold one of each; None: no test.
+
+    Only a case-sensitive signature is tested (a block is searched as written), and only if
+    every pattern has a literal set: a pattern without one may match anywhere.
+    """
+    if sig.case_insensitive:
+        return None
+    needs: list[list[tuple[bytes, ...]]] = []
+    for pat in sig.patterns:
+        _, kept_case = literal_sets_for_prefilter(pat, False)
+        if not kept_case:
+            return None
+        needs.append([tuple(lit.encode("utf-8") for lit in sorted(lits)) for lits in kept_case])
+    return needs
 
 
 def _all_hits(db: Any, block: bytes, start: int = 0, stop: int | None = None) -> list[tuple[int, int]]:

@@ -325,7 +325,10 @@ class Scanner:
                 seen.add(key)
             keep.append((ls, sig, line, fields, (n + 1, key)))
         for idx in self.engine.searched_progress:
-            present.setdefault(idx, [])  # never reported: the windows below look for its lines
+            if self.engine.may_hold(data, idx):
+                present.setdefault(idx, [])  # never reported: the windows below look for its lines
+            else:
+                res.progress.setdefault(sigs[idx].id, _Progress())  # as the windows leave it, finding none
         for idx, found in present.items():
             keep.extend(self._progress_lines(idx, data, res, found if idx in self.engine.listed_progress else None))
         # Line numbers and inherited stamps in one pass down the block.
